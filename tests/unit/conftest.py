@@ -1,0 +1,31 @@
+"""Shared test set-up: make the project's module_utils importable the way Ansible does."""
+import pathlib
+import sys
+
+import ansible.module_utils
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared"
+FIXTURES = SHARED / "fixtures"
+CRDS = SHARED / "crds"
+
+# Modules import `ansible.module_utils.<topic>`; extend the package path like ansible.cfg does.
+if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(str(ROOT / "module_utils"))
+for sub in ("library", "filter_plugins"):
+    if str(ROOT / sub) not in sys.path:
+        sys.path.insert(0, str(ROOT / sub))
+
+
+@pytest.fixture
+def fixture_text():
+    """Return the text of a real capture in ../shared/fixtures, skipping where shared/ is absent."""
+
+    def _read(name):
+        path = FIXTURES / name
+        if not path.is_file():
+            pytest.skip(f"../shared/fixtures/{name} is absent (run from a checkout with shared/ beside it)")
+        return path.read_text()
+
+    return _read
