@@ -1,0 +1,42 @@
+# Copyright: gpufleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Jinja filters for Slurm hostlist expressions (ClusterShell NodeSet).
+
+    {{ groups['slurm_compute'] | hostlist_fold }}        -> gpu[01-04]
+    {{ 'gpu[01-04]' | hostlist_expand }}                  -> ['gpu01', ..., 'gpu04']
+    {{ 'gpu[01-04]' | hostlist_count }}                   -> 4
+"""
+
+import os
+
+import ansible.module_utils
+
+_MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
+if _MU not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_MU)
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.hostlist import HostlistError, hostlist_count, hostlist_expand, hostlist_fold
+
+
+def _wrap(func):
+    def _filter(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except HostlistError as exc:
+            raise AnsibleFilterError(f"{func.__name__}: {exc}") from exc
+
+    _filter.__name__ = func.__name__
+    _filter.__doc__ = func.__doc__
+    return _filter
+
+
+class FilterModule:
+    """Hostlist filters."""
+
+    def filters(self):
+        return {
+            "hostlist_fold": _wrap(hostlist_fold),
+            "hostlist_expand": _wrap(hostlist_expand),
+            "hostlist_count": _wrap(hostlist_count),
+        }
