@@ -1,0 +1,537 @@
+"""Health-gate verdicts: pure functions shared by the gpu_gate, rdma_gate and nccl_gate modules.
+
+A gate check ends in one of three verdicts:
+
+* ``PASS``  - the node did what the profile expects; it may be admitted.
+* ``FAIL``  - hardware or fabric is wrong (too little bandwidth, a link down, ECC errors, Socket
+  fallback where IB is expected, corrupted results). The node stays out, with the reason.
+* ``ERROR`` - the test itself broke (command missing, timeout, unparsable output, a non-zero exit
+  without results, no threshold to judge against). The node stays out and is retried; it is never
+  blamed for it.
+
+Every verdict is a plain dict (JSON-friendly, so modules return it unchanged)::
+
+    {"verdict": "FAIL", "reason": "nccl: busbw 5.5 GB/s < 98 GB/s", "figures": {...}}
+
+Reasons are short and specific and start with the check's name (``nccl:``, ``rdma:``, ``gpu:``);
+the caller adds the toolkit tag.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable, Mapping
+
+PASS = "PASS"
+FAIL = "FAIL"
+ERROR = "ERROR"
+VERDICTS = (PASS, FAIL, ERROR)
+
+
+class ParseError(ValueError):
+    """Raised by every parser for truncated, empty or foreign input (never a silent pass)."""
+
+
+class ProfileError(ValueError):
+    """Raised when no threshold profile fits the hardware (or a named one is missing)."""
+
+
+def verdict(status: str, reason: str = "", figures: Mapping | None = None) -> dict:
+    """Build one verdict dict; ``reason`` is required for FAIL and ERROR."""
+    if status not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}, got {status!r}")
+    if status != PASS and not reason:
+        raise ValueError(f"a {status} verdict needs a reason")
+    return {"verdict": status, "reason": reason, "figures": dict(figures or {})}
+
+
+def combine(results: Iterable[Mapping], figures: Mapping | None = None) -> dict:
+    """Fold several check verdicts into one.
+
+    FAIL wins over ERROR (a proven hardware fault is the node's, whatever else broke), ERROR wins over
+    PASS. The reason joins the reasons of the checks that decided the verdict with ``"; "``.
+    """
+    results = list(results)
+    merged_figures = dict(figures or {})
+    for status in (FAIL, ERROR):
+        reasons = [r["reason"] for r in results if r["verdict"] == status]
+        if reasons:
+            return verdict(status, "; ".join(reasons), merged_figures)
+    return verdict(PASS, "", merged_figures)
+
+
+def fmt_gbps(value: float) -> str:
+    """Format a bandwidth for a reason string: 5.4, 98, 465.3 (no trailing .0)."""
+    text = f"{value:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+# --------------------------------------------------------------------------------------------
+# Threshold profiles (data lives in gate_profiles.py; a site merges its own on top)
+# --------------------------------------------------------------------------------------------
+
+
+def merge_profiles(defaults: Mapping, overrides: Mapping | None) -> dict:
+    """Return defaults with a site's profiles merged on top.
+
+    A site profile with a new name is added; one with an existing name is merged key by key (so an
+    inventory can lower one threshold of a shipped profile). ``match`` is replaced, not merged.
+    """
+    merged = copy.deepcopy(dict(defaults))
+    for name, profile in (overrides or {}).items():
+        if not isinstance(profile, Mapping):
+            raise ProfileError(f"profile {name!r} must be a mapping, got {type(profile).__name__}")
+        base = merged.get(name, {})
+        base.update(copy.deepcopy(dict(profile)))
+        merged[name] = base
+    return merged
+
+
+def _profile_matches(match: Mapping, gpu_model, gpu_count, nic_rate_gbps) -> int | None:
+    """Return how many match keys hit (the specificity), or None when one key contradicts."""
+    hits = 0
+    model_re = match.get("gpu_model")
+    if model_re is not None:
+        if not gpu_model or not re.search(model_re, str(gpu_model), re.IGNORECASE):
+            return None
+        hits += 1
+    for key, actual in (("gpu_count", gpu_count), ("nic_rate_gbps", nic_rate_gbps)):
+        wanted = match.get(key)
+        if wanted is None:
+            continue
+        if actual is None or float(actual) != float(wanted):
+            return None
+        hits += 1
+    return hits
+
+
+def select_profile(
+    profiles: Mapping,
+    gpu_model: str | None = None,
+    gpu_count: int | None = None,
+    nic_rate_gbps: float | None = None,
+    name: str | None = None,
+) -> tuple[str, dict]:
+    """Pick the threshold profile for this hardware; return ``(name, profile)``.
+
+    ``name`` selects a profile explicitly. Otherwise every profile's ``match`` (``gpu_model`` a
+    case-insensitive regex searched in the NVML name, ``gpu_count``, ``nic_rate_gbps``) is tried and
+    the most specific full match wins; a tie between equally specific profiles is an error, as is no
+    match at all (a gate without a threshold cannot judge).
+    """
+    if name:
+        if name not in profiles:
+            raise ProfileError(f"profile {name!r} is not defined (known: {', '.join(sorted(profiles))})")
+        return name, dict(profiles[name])
+    scored = []
+    for pname, profile in profiles.items():
+        match = profile.get("match") or {}
+        if not match:
+            continue
+        hits = _profile_matches(match, gpu_model, gpu_count, nic_rate_gbps)
+        if hits is not None:
+            scored.append((hits, pname))
+    if not scored:
+        hw = f"{gpu_count if gpu_count is not None else '?'}x {gpu_model or 'unknown GPU'}"
+        if nic_rate_gbps is not None:
+            hw += f" with {fmt_gbps(float(nic_rate_gbps))} Gb/s NICs"
+        raise ProfileError(f"no threshold profile matches {hw}")
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    if len(scored) > 1 and scored[0][0] == scored[1][0]:
+        raise ProfileError(
+            f"profiles {scored[0][1]!r} and {scored[1][1]!r} match equally; name one with profile"
+        )
+    best = scored[0][1]
+    return best, dict(profiles[best])
+
+
+# --------------------------------------------------------------------------------------------
+# NCCL verdict
+# --------------------------------------------------------------------------------------------
+
+NCCL_DEFAULT_MIN_SIZE = 1 << 30  # 1 GiB: below this, latency still dominates all_reduce
+NCCL_DEFAULT_FALLBACK_ROWS = 2
+
+
+def large_message_busbw(
+    rows: list[dict],
+    min_size: int = NCCL_DEFAULT_MIN_SIZE,
+    fallback_rows: int = NCCL_DEFAULT_FALLBACK_ROWS,
+    placement: str = "out_of_place",
+) -> tuple[float, list[int]]:
+    """Mean bus bandwidth (GB/s) of the large messages, and the sizes it used.
+
+    Uses every row with ``size >= min_size``; when the sweep stopped below that, the
+    ``fallback_rows`` largest sizes. The ``Avg bus bandwidth`` line is not used: it averages every
+    size, so small, latency-bound messages dominate it.
+    """
+    if not rows:
+        raise ParseError("no result rows to take the bus bandwidth from")
+    large = [r for r in rows if r["size"] >= min_size]
+    if not large:
+        large = sorted(rows, key=lambda r: r["size"])[-max(1, fallback_rows):]
+    values = [r[placement]["busbw"] for r in large]
+    return sum(values) / len(values), sorted(r["size"] for r in large)
+
+
+def transport_check(transports: Mapping, expect: str, mode: str, require_gdr: bool = False) -> dict:
+    """Judge the NCCL network transport (from ``nccl.parse_transports``) against the expectation.
+
+    ``expect`` is ``ib``, ``socket`` or ``any``. A Socket fallback where IB is expected is a FAIL.
+    In ``single`` mode no network transport is needed, so only a transport that *is* seen is judged.
+    In ``pair`` mode with ``expect=ib`` no transport line at all is an ERROR (NCCL_DEBUG=INFO missing
+    or the output cut), never a pass.
+    """
+    net = transports.get("net")
+    figures = {"transport": net, "gdr": transports.get("gdr")}
+    if expect == "any":
+        return verdict(PASS, "", figures)
+    if net is None:
+        if mode == "pair":
+            return verdict(ERROR, "nccl: no NET transport lines (is NCCL_DEBUG=INFO set?)", figures)
+        return verdict(PASS, "", figures)
+    if expect == "ib":
+        if net != "ib":
+            sock = transports.get("channels", {}).get("socket", 0)
+            detail = f" ({sock} channels)" if sock else ""
+            return verdict(FAIL, f"nccl: transport {net}{detail}, expected IB", figures)
+        if require_gdr and transports.get("gdr") is not True:
+            return verdict(FAIL, "nccl: IB without GPUDirect RDMA (GDR 0)", figures)
+        return verdict(PASS, "", figures)
+    if expect == "socket":
+        if net != "socket":
+            return verdict(FAIL, f"nccl: transport {net}, expected Socket", figures)
+        return verdict(PASS, "", figures)
+    raise ValueError(f"expect must be ib, socket or any, got {expect!r}")
+
+
+def nccl_verdict(
+    perf: Mapping,
+    min_busbw_gbps: float,
+    min_size: int = NCCL_DEFAULT_MIN_SIZE,
+    fallback_rows: int = NCCL_DEFAULT_FALLBACK_ROWS,
+) -> dict:
+    """Judge a parsed all_reduce_perf run (``nccl.parse_all_reduce_perf``).
+
+    FAIL when any result was wrong (``#wrong`` > 0 or out-of-bounds values) or the large-message
+    out-of-place bus bandwidth is below ``min_busbw_gbps``.
+    """
+    busbw, sizes = large_message_busbw(perf["rows"], min_size, fallback_rows)
+    peak = max(r["out_of_place"]["busbw"] for r in perf["rows"])
+    figures = {
+        "busbw_large_gbps": round(busbw, 2),
+        "busbw_peak_gbps": peak,
+        "avg_busbw_gbps": perf.get("avg_busbw"),
+        "sizes_used": sizes,
+        "wrong": perf.get("wrong"),
+        "min_busbw_gbps": min_busbw_gbps,
+        "format": perf.get("format"),
+    }
+    checks = []
+    if perf.get("wrong"):
+        checks.append(verdict(FAIL, f"nccl: {perf['wrong']} wrong results"))
+    if busbw < min_busbw_gbps:
+        checks.append(verdict(FAIL, f"nccl: busbw {fmt_gbps(busbw)} GB/s < {fmt_gbps(min_busbw_gbps)} GB/s"))
+    return combine(checks, figures)
+
+
+# --------------------------------------------------------------------------------------------
+# Pairwise blame
+# --------------------------------------------------------------------------------------------
+
+
+def _normalise_pairs(results) -> list[tuple[tuple[str, str], str]]:
+    """Accept ``{("a","b"): "PASS"}``, ``{"a,b": "FAIL"}`` or ``[{"nodes": [a, b], "verdict": ...}]``."""
+    items = []
+    if isinstance(results, Mapping):
+        for key, status in results.items():
+            nodes = key.split(",") if isinstance(key, str) else list(key)
+            items.append((nodes, status))
+    else:
+        for entry in results:
+            items.append((list(entry["nodes"]), entry["verdict"]))
+    out = []
+    for nodes, status in items:
+        if isinstance(status, Mapping):
+            status = status["verdict"]
+        nodes = [str(n).strip() for n in nodes]
+        if len(nodes) != 2 or nodes[0] == nodes[1]:
+            raise ValueError(f"a pair names two different nodes, got {nodes}")
+        status = str(status).upper()
+        if status not in VERDICTS:
+            raise ValueError(f"pair {nodes[0]},{nodes[1]}: verdict must be one of {VERDICTS}, got {status}")
+        out.append(((nodes[0], nodes[1]), status))
+    return out
+
+
+def propose_retests(first_pass, known_good: Iterable[str] = ()) -> dict:
+    """Plan the second pass of a pairwise test.
+
+    Every node of a FAILed pair is a suspect unless it is known good (given, or passed with some
+    partner in this pass). A suspect whose first-pass partner was known good is blamed at once; the
+    others are each paired with a known-good partner. Partners are spread round-robin and ``round``
+    groups the re-tests so that no node runs twice in one round. ERROR pairs are re-run as they were
+    (the test broke; nobody is suspected).
+
+    Returns ``{"retests": [{"nodes": [suspect, partner], "suspect", "partner", "round"}],
+    "blamed": {node: reason}, "unresolved": [nodes without any known-good partner], "rerun": [[a, b]]}``.
+    """
+    pairs = _normalise_pairs(first_pass)
+    good = set(known_good)
+    for (a, b), status in pairs:
+        if status == PASS:
+            good.update((a, b))
+    blamed: dict[str, str] = {}
+    suspects: set[str] = set()
+    rerun = []
+    for (a, b), status in pairs:
+        if status == ERROR:
+            rerun.append([a, b])
+        if status != FAIL:
+            continue
+        for node, partner in ((a, b), (b, a)):
+            if node in good:
+                continue
+            if partner in good:
+                blamed[node] = f"pair: failed with known-good {partner}"
+            else:
+                suspects.add(node)
+    partners = sorted(good)
+    retests, unresolved = [], []
+    if not partners:
+        unresolved = sorted(suspects)
+    else:
+        for i, suspect in enumerate(sorted(suspects)):
+            partner = partners[i % len(partners)]
+            retests.append({"nodes": [suspect, partner], "suspect": suspect, "partner": partner,
+                            "round": i // len(partners)})
+    return {"retests": retests, "blamed": blamed, "unresolved": unresolved, "rerun": rerun}
+
+
+def blame(first_pass, second_pass, known_good: Iterable[str] = ()) -> dict:
+    """Turn both passes of a pairwise test into a verdict per node.
+
+    * a node in a PASSed first-pass pair: PASS;
+    * a node that failed with a known-good partner (either pass): FAIL;
+    * a suspect that passed with its known-good partner: PASS (its first-pass partner is to blame);
+    * both nodes of a failed pair passing with known-good partners: ERROR (inconclusive, retried);
+    * a known-good partner that failed with two or more different suspects: those suspects ERROR
+      (the partner is the likelier fault; retried, not blamed);
+    * a suspect without a known-good partner or second-pass result, or in an ERROR pair: ERROR.
+
+    Returns ``{node: {"verdict", "reason"}}`` for every node named in the first pass.
+    """
+    first = _normalise_pairs(first_pass)
+    plan = propose_retests(first_pass, known_good)
+    second = dict(_normalise_pairs(second_pass or []))
+
+    def second_result(suspect, partner):
+        return second.get((suspect, partner)) or second.get((partner, suspect))
+
+    partner_fails: dict[str, set[str]] = {}
+    for t in plan["retests"]:
+        if second_result(t["suspect"], t["partner"]) == FAIL:
+            partner_fails.setdefault(t["partner"], set()).add(t["suspect"])
+    bad_partners = {p for p, s in partner_fails.items() if len(s) >= 2}
+
+    out: dict[str, dict] = {}
+    for (a, b), status in first:
+        for node in (a, b):
+            if status == PASS:
+                out[node] = {"verdict": PASS, "reason": ""}
+            elif status == ERROR and node not in out:
+                out[node] = {"verdict": ERROR, "reason": f"pair: test {a},{b} broke; re-run"}
+    for node, reason in plan["blamed"].items():
+        out[node] = {"verdict": FAIL, "reason": reason}
+    for node in plan["unresolved"]:
+        out[node] = {"verdict": ERROR, "reason": "pair: failed, no known-good partner to isolate it"}
+    for t in plan["retests"]:
+        suspect, partner = t["suspect"], t["partner"]
+        result = second_result(suspect, partner)
+        if result is None or result == ERROR:
+            out[suspect] = {"verdict": ERROR, "reason": f"pair: re-test with {partner} did not complete"}
+        elif result == FAIL and partner in bad_partners:
+            out[suspect] = {"verdict": ERROR, "reason": f"pair: known-good {partner} failed every re-test"}
+        elif result == FAIL:
+            out[suspect] = {"verdict": FAIL, "reason": f"pair: failed with known-good {partner}"}
+        else:
+            out[suspect] = {"verdict": PASS, "reason": ""}
+    # A failed first-pass pair whose suspects both passed with known-good partners is unexplained.
+    for (a, b), status in first:
+        if status == FAIL and a not in plan["blamed"] and b not in plan["blamed"]:
+            both_passed_retests = all(
+                out.get(n, {}).get("verdict") == PASS and n not in set(known_good) for n in (a, b)
+            )
+            if both_passed_retests and {a, b} <= {t["suspect"] for t in plan["retests"]}:
+                for n in (a, b):
+                    out[n] = {"verdict": ERROR,
+                              "reason": f"pair: {a},{b} failed but both passed with known-good partners"}
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# RDMA verdicts
+# --------------------------------------------------------------------------------------------
+
+
+def rdma_ports_verdict(
+    ports: list[dict],
+    devices: list[str] | None = None,
+    expected_rate_gbps: float | None = None,
+    link_layer: str | None = None,
+) -> dict:
+    """Every expected HCA port Active / LinkUp at the expected rate.
+
+    ``devices`` names the CAs (``mlx5_0``) or single ports (``mlx5_0:1``) that must be up; when empty,
+    every port found must be. A named device that is absent is a FAIL. ``link_layer`` (``InfiniBand``
+    or ``Ethernet``) restricts the ports looked at when ``devices`` is empty. A rate that the tool
+    did not print (ibv_devinfo without -v) while a rate is expected is an ERROR, never a pass.
+    """
+    checked = []
+    problems: list[str] = []
+    errors: list[str] = []
+    if devices:
+        for want in devices:
+            ca, _, port = want.partition(":")
+            hits = [p for p in ports if p["ca"] == ca and (not port or str(p["port"]) == port)]
+            if not hits:
+                problems.append(f"{want} missing")
+            checked.extend(hits)
+    else:
+        checked = [p for p in ports
+                   if not link_layer or (p.get("link_layer") or "").lower() == link_layer.lower()]
+        if not checked:
+            problems.append(f"no {link_layer + ' ' if link_layer else ''}port found")
+    for p in checked:
+        label = f"{p['ca']}/{p['port']}"
+        phys = p.get("physical_state")
+        if p["state"] != "Active" or (phys is not None and phys != "LinkUp"):
+            problems.append(f"{label} {p['state']}/{phys}" if phys else f"{label} {p['state']}")
+            continue
+        if expected_rate_gbps is not None:
+            rate = p.get("rate_gbps")
+            if rate is None:
+                errors.append(f"{label} rate not reported (ibv_devinfo needs -v)")
+            elif rate < float(expected_rate_gbps):
+                problems.append(f"{label} rate {fmt_gbps(rate)} < {fmt_gbps(float(expected_rate_gbps))} Gb/s")
+    figures = {
+        "ports": [{k: p.get(k) for k in ("ca", "port", "state", "physical_state", "rate_gbps", "link_layer")}
+                  for p in checked],
+        "active": sum(1 for p in checked if p["state"] == "Active"),
+        "expected_rate_gbps": expected_rate_gbps,
+    }
+    if problems:
+        return verdict(FAIL, "rdma: " + ", ".join(problems), figures)
+    if errors:
+        return verdict(ERROR, "rdma: " + ", ".join(errors), figures)
+    return verdict(PASS, "", figures)
+
+
+def ib_write_bw_verdict(parsed: Mapping, min_gbps: float) -> dict:
+    """Pairwise ``ib_write_bw``: average bandwidth of the largest size against ``min_gbps`` (Gb/s)."""
+    bw = parsed["bw_avg_gbps"]
+    figures = {"ib_write_bw_gbps": bw, "ib_write_bw_min_gbps": min_gbps, "device": parsed.get("device")}
+    if bw < float(min_gbps):
+        reason = f"rdma: ib_write_bw {fmt_gbps(bw)} Gb/s < {fmt_gbps(float(min_gbps))} Gb/s"
+        return verdict(FAIL, reason, figures)
+    return verdict(PASS, "", figures)
+
+
+# --------------------------------------------------------------------------------------------
+# GPU verdicts
+# --------------------------------------------------------------------------------------------
+
+
+def _gpu_label(gpu: Mapping) -> str:
+    return f"GPU{gpu.get('index', '?')}"
+
+
+def gpu_inventory_verdict(gpus: list[Mapping], expected_count: int | None = None,
+                          expected_model: str | None = None) -> dict:
+    """Count and model. ``expected_model`` is a case-insensitive regex searched in each GPU's name."""
+    names = sorted({str(g.get("name", "")) for g in gpus})
+    figures = {"gpu_count": len(gpus), "gpu_models": names}
+    checks = []
+    if expected_count is not None and len(gpus) != int(expected_count):
+        checks.append(verdict(FAIL, f"gpu: {len(gpus)} GPUs, expected {expected_count}"))
+    if expected_model:
+        wrong = [g for g in gpus if not re.search(expected_model, str(g.get("name", "")), re.IGNORECASE)]
+        if wrong:
+            checks.append(verdict(FAIL, f"gpu: {_gpu_label(wrong[0])} is {wrong[0].get('name')!r}, "
+                                        f"expected {expected_model!r}"
+                                        + (f" (+{len(wrong) - 1} more)" if len(wrong) > 1 else "")))
+    return combine(checks, figures)
+
+
+def gpu_health_verdict(gpus: list[Mapping], max_retired_pages: int = 60) -> dict:
+    """ECC (volatile uncorrectable), retired pages (pending, or too many DBE) and row remapping.
+
+    Keys that a GPU lacks or holds ``None`` for (NVML said "not supported") are skipped and listed in
+    the figures as ``not_supported``.
+    """
+    problems: list[str] = []
+    unsupported: set[str] = set()
+    for g in gpus:
+        label = _gpu_label(g)
+        for key in ("ecc_uncorrected_volatile", "retired_pages_pending", "retired_pages_dbe",
+                    "remap_pending", "remap_failure"):
+            if g.get(key) is None:
+                unsupported.add(key)
+        if g.get("ecc_uncorrected_volatile"):
+            problems.append(f"{label} {g['ecc_uncorrected_volatile']} uncorrectable ECC errors (volatile)")
+        if g.get("retired_pages_pending"):
+            problems.append(f"{label} page retirement pending (reset needed)")
+        if g.get("retired_pages_dbe") is not None and g["retired_pages_dbe"] >= max_retired_pages:
+            problems.append(f"{label} {g['retired_pages_dbe']} retired pages >= {max_retired_pages}")
+        if g.get("remap_failure"):
+            problems.append(f"{label} row remapping failed")
+        if g.get("remap_pending"):
+            problems.append(f"{label} row remap pending (reset needed)")
+    figures = {
+        "ecc_uncorrected_volatile": {_gpu_label(g): g.get("ecc_uncorrected_volatile") for g in gpus},
+        "not_supported": sorted(unsupported),
+    }
+    if problems:
+        return verdict(FAIL, "gpu: " + ", ".join(problems), figures)
+    return verdict(PASS, "", figures)
+
+
+def nvlink_verdict(gpus: list[Mapping], expected_per_gpu: int | None = None) -> dict:
+    """NVLink links active. Each entry has ``index`` and ``links`` (``{link: speed or None}``, as from
+    ``nvidia_smi.parse_nvlink_status``) or ``nvlinks_active`` / ``nvlinks_inactive`` (from NVML).
+
+    FAIL when a GPU has an inactive link, or fewer active links than ``expected_per_gpu``.
+    """
+    problems = []
+    active_by_gpu = {}
+    for g in gpus:
+        if "links" in g:
+            active = sum(1 for v in g["links"].values() if v)
+            inactive = sorted(k for k, v in g["links"].items() if not v)
+        else:
+            active, inactive = g.get("nvlinks_active") or 0, list(g.get("nvlinks_inactive") or [])
+        label = _gpu_label(g)
+        active_by_gpu[label] = active
+        if inactive:
+            problems.append(f"{label} link{'s' if len(inactive) > 1 else ''} "
+                            f"{','.join(str(i) for i in inactive)} inactive")
+        elif expected_per_gpu is not None and active < int(expected_per_gpu):
+            problems.append(f"{label} {active}/{expected_per_gpu} links active")
+    figures = {"nvlinks_active": active_by_gpu, "nvlinks_expected_per_gpu": expected_per_gpu}
+    if problems:
+        return verdict(FAIL, "nvlink: " + ", ".join(problems), figures)
+    return verdict(PASS, "", figures)
+
+
+def dcgm_verdict(parsed: Mapping) -> dict:
+    """``dcgmi diag``: any test that reports Fail is a FAIL; warnings are kept in the figures."""
+    figures = {"dcgm_failed": list(parsed["failed"]), "dcgm_warned": list(parsed["warned"]),
+               "dcgm_version": parsed.get("metadata", {}).get("DCGM Version")}
+    if parsed["failed"]:
+        detail = []
+        for t in parsed["tests"]:
+            if t["name"] in parsed["failed"]:
+                detail.append(f"{t['name']}" + (f" ({t['detail']})" if t["detail"] else ""))
+        return verdict(FAIL, "dcgm: failed " + ", ".join(detail), figures)
+    return verdict(PASS, "", figures)

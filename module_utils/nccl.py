@@ -1,0 +1,242 @@
+"""Parsers for nccl-tests output and NCCL_DEBUG=INFO transport lines (pure functions).
+
+Every parser raises ``gate.ParseError`` for empty, truncated or foreign input; none returns an empty
+result that a caller could mistake for a pass.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible.module_utils.gate import ParseError
+
+# srun --label ("0: ") and some launchers ("[0] ") prefix every line with the rank.
+_RANK_PREFIX = re.compile(r"^\s*(?:\[\d+\]\s+|\d+:\s+)")
+_AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
+_RANK_RE = re.compile(r"#\s*Rank\s+(\d+)\s.*?\son\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.*)$")
+_OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\S*)")
+
+
+def _strip_prefix(line: str) -> str:
+    return _RANK_PREFIX.sub("", line, count=1)
+
+
+def _layout_from_header(tokens: list[str]) -> dict | None:
+    """Column positions from the ``# size count type redop [root] time algbw busbw #wrong|error`` header."""
+    names = [t.lstrip("#").lower() for t in tokens]
+    if names[:2] != ["size", "count"] or names.count("busbw") != 2:
+        return None
+    blocks = []
+    for placement, start in zip(("out_of_place", "in_place"),
+                                [i for i, n in enumerate(names) if n == "time"], strict=False):
+        if names[start:start + 3] != ["time", "algbw", "busbw"] or start + 3 >= len(names):
+            return None
+        check = names[start + 3]
+        if check not in ("wrong", "error"):
+            return None
+        blocks.append((placement, start, check))
+    if len(blocks) != 2:
+        return None
+    return {
+        "ncols": len(names),
+        "blocks": blocks,
+        "format": "current" if blocks[0][2] == "wrong" else "legacy",
+        "has_root": "root" in names,
+    }
+
+
+def _number(text: str, what: str, lineno: int):
+    try:
+        return float(text)
+    except ValueError:
+        raise ParseError(f"line {lineno}: {what} {text!r} is not a number") from None
+
+
+def parse_all_reduce_perf(text: str) -> dict:
+    """Parse an ``all_reduce_perf`` (nccl-tests) run.
+
+    Handles the current layout (``root`` and ``#wrong`` columns) and the legacy one (no ``root``,
+    float ``error`` column), rank-prefixed lines and NCCL INFO lines interleaved with the table.
+
+    Returns ``{"format", "rows": [{"size", "count", "type", "redop", "out_of_place": {"time",
+    "algbw", "busbw", "wrong"|"error"}, "in_place": {...}}], "avg_busbw", "out_of_bounds",
+    "out_of_bounds_ok", "wrong", "devices": [{"rank", "host", "device", "name"}]}``. ``wrong`` is the
+    sum of ``#wrong`` over all rows (current) or the out-of-bounds count (legacy); ``None`` when
+    validation was off (``N/A``).
+    """
+    if not text or not text.strip():
+        raise ParseError("all_reduce_perf: empty output")
+    layout = None
+    rows: list[dict] = []
+    avg = None
+    oob = None
+    oob_ok = None
+    devices = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = _strip_prefix(raw).rstrip()
+        if not line.strip():
+            continue
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            if m := _AVG_RE.match(stripped):
+                avg = _number(m.group(1), "Avg bus bandwidth", lineno)
+                continue
+            if m := _OOB_RE.match(stripped):
+                oob, oob_ok = int(m.group(1)), m.group(2).upper() != "FAILED"
+                continue
+            if m := _RANK_RE.match(stripped):
+                devices.append({"rank": int(m.group(1)), "host": m.group(2), "device": int(m.group(3)),
+                                "name": m.group(4).strip()})
+                continue
+            header = _layout_from_header(stripped.lstrip("#").split())
+            if header:
+                layout = header
+            continue
+        if layout is None or avg is not None:
+            continue
+        tokens = stripped.split()
+        if not tokens[0].isdigit():
+            continue  # NCCL INFO/WARN lines, launcher chatter
+        if len(tokens) != layout["ncols"]:
+            raise ParseError(
+                f"all_reduce_perf: line {lineno} has {len(tokens)} columns, the header has {layout['ncols']}"
+                " (truncated or mixed output)"
+            )
+        row = {"size": int(tokens[0]), "count": int(tokens[1]), "type": tokens[2], "redop": tokens[3]}
+        for placement, start, check in layout["blocks"]:
+            block = {
+                "time": _number(tokens[start], "time", lineno),
+                "algbw": _number(tokens[start + 1], "algbw", lineno),
+                "busbw": _number(tokens[start + 2], "busbw", lineno),
+            }
+            value = tokens[start + 3]
+            if check == "wrong":
+                block["wrong"] = None if value.upper() == "N/A" else int(_number(value, "#wrong", lineno))
+            else:
+                block["error"] = None if value.upper() == "N/A" else _number(value, "error", lineno)
+            row[placement] = block
+        rows.append(row)
+    if layout is None:
+        raise ParseError("all_reduce_perf: no result table header (not nccl-tests output?)")
+    if not rows:
+        raise ParseError("all_reduce_perf: result header but no result rows (truncated?)")
+    if avg is None:
+        raise ParseError(
+            f"all_reduce_perf: no 'Avg bus bandwidth' line after {len(rows)} rows (truncated?)"
+        )
+    if layout["format"] == "current":
+        counts = [r[p]["wrong"] for r in rows for p in ("out_of_place", "in_place")]
+        wrong = None if any(c is None for c in counts) else sum(counts)
+    else:
+        wrong = oob
+    if oob_ok is False and not wrong:
+        wrong = oob or 1
+    return {
+        "format": layout["format"],
+        "rows": rows,
+        "avg_busbw": avg,
+        "out_of_bounds": oob,
+        "out_of_bounds_ok": oob_ok,
+        "wrong": wrong,
+        "devices": devices,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# NCCL_DEBUG=INFO transport lines
+# --------------------------------------------------------------------------------------------
+
+_NCCL_LINE = re.compile(r"\bNCCL (?:INFO|WARN)\b")
+_VIA_RE = re.compile(r"\bvia\s+(\S+)")
+_INIT_RE = re.compile(r"NCCL INFO NET/(\w+)\s*:\s*Using\s+(.*)$")
+_USING_NETWORK_RE = re.compile(r"NCCL INFO Using network (\S+)")
+_GDR_SUMMARY_RE = re.compile(r"Connected all rings.*\bGDR\s+(\d)")
+
+
+def _classify_via(path: str) -> str:
+    """Map a ``via`` path (``NET/IB/4/GDRDMA``, ``NET/IBext_v8/7``, ``NET/Socket/0``, ``P2P/IPC``) to a kind.
+    """
+    head = path.split("/")
+    if head[0] == "NET" and len(head) > 1:
+        name = head[1].lower()
+        if name.startswith("ib"):
+            return "ib"
+        if name.startswith("socket"):
+            return "socket"
+        return "net_other"
+    if head[0] in ("P2P", "SHM", "NVLS", "CollNet", "COLLNET"):
+        return head[0].lower()
+    return "other"
+
+
+def parse_transports(text: str) -> dict:
+    """Summarise the transports in NCCL_DEBUG=INFO output.
+
+    Returns ``{"channels": {kind: count}, "net": "ib"|"socket"|"mixed"|"other"|None, "gdr":
+    True|False|None, "net_init": {"IB": [...], "Socket": [...]}, "networks": [...]}``.
+
+    ``net`` comes from the ``via NET/...`` channel lines when there are any (they say what carried
+    the data), else from ``Using network X``, else from the ``NET/IB : Using`` init lines (IB wins:
+    NCCL initialises Socket as well). ``gdr`` is True when a NET/IB channel ends in ``/GDRDMA``, False
+    when IB channels run without it or the ring summary says ``GDR 0``. Raises ParseError when the text
+    holds no NCCL INFO line at all.
+    """
+    if not text or not text.strip():
+        raise ParseError("NCCL_DEBUG: empty output")
+    channels: dict[str, int] = {}
+    net_init: dict[str, list[str]] = {}
+    networks: list[str] = []
+    ib_gdr = ib_plain = 0
+    gdr_summary = None
+    seen = False
+    for raw in text.splitlines():
+        if not _NCCL_LINE.search(raw):
+            continue
+        seen = True
+        if m := _VIA_RE.search(raw):
+            kind = _classify_via(m.group(1))
+            channels[kind] = channels.get(kind, 0) + 1
+            if kind == "ib":
+                if m.group(1).upper().endswith("/GDRDMA"):
+                    ib_gdr += 1
+                else:
+                    ib_plain += 1
+            continue
+        if m := _INIT_RE.search(raw):
+            ifaces = re.findall(r"\[\d+\]([^\s;]+?)(?::<\d+>)?(?=[\s;]|$)", m.group(2))
+            known = net_init.setdefault(m.group(1), [])
+            known.extend(i for i in ifaces if i not in known)
+            continue
+        if m := _USING_NETWORK_RE.search(raw):
+            if m.group(1) not in networks:
+                networks.append(m.group(1))
+            continue
+        if m := _GDR_SUMMARY_RE.search(raw):
+            gdr_summary = m.group(1) == "1"
+    if not seen:
+        raise ParseError("NCCL_DEBUG: no 'NCCL INFO' lines (NCCL_DEBUG=INFO not set, or not NCCL output)")
+    net_kinds = [k for k in ("ib", "socket", "net_other") if channels.get(k)]
+    if len(net_kinds) > 1:
+        net = "mixed"
+    elif net_kinds:
+        net = "other" if net_kinds[0] == "net_other" else net_kinds[0]
+    elif networks:
+        name = networks[-1].lower()
+        net = "ib" if name.startswith("ib") else "socket" if name.startswith("socket") else "other"
+    elif "IB" in net_init:
+        net = "ib"
+    elif "Socket" in net_init:
+        net = "socket"
+    else:
+        net = None
+    if ib_gdr and not ib_plain:
+        gdr = True
+    elif ib_gdr:
+        gdr = None  # some IB channels with GDR, some without
+    elif ib_plain:
+        gdr = False
+    else:
+        gdr = gdr_summary
+    if gdr_summary is False and ib_gdr:
+        gdr = None  # contradicting lines: do not claim either way
+    return {"channels": channels, "net": net, "gdr": gdr, "net_init": net_init, "networks": networks}
