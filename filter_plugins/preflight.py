@@ -1,0 +1,21 @@
+"""Preflight filters: inventory validation that names the host and the variable."""
+
+import os
+
+import ansible.module_utils
+
+_MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
+if _MU not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_MU)
+
+from ansible.module_utils.inventory_check import inventory_errors  # noqa: E402
+
+
+def preflight_inventory_errors(hostvars, groups, rules):
+    """Return the list of inventory errors (empty when the inventory is sound)."""
+    return inventory_errors(hostvars, groups, rules)
+
+
+class FilterModule:
+    def filters(self):
+        return {"preflight_inventory_errors": preflight_inventory_errors}

@@ -1,0 +1,105 @@
+"""Inventory validation for preflight: pure functions over host variables and groups.
+
+Every error names the host and the variable, so an operator can fix the inventory
+without reading a stack trace. Nothing here touches a node.
+"""
+
+from __future__ import annotations
+
+_TYPES = {
+    "int": int,
+    "str": str,
+    "bool": bool,
+    "list": list,
+    "dict": dict,
+}
+
+
+def _missing(value):
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def exclusive_group_errors(groups, exclusive):
+    """Hosts that sit in two groups that must not share members."""
+    errors = []
+    for names in exclusive:
+        seen = {}
+        for group in names:
+            for host in groups.get(group, []):
+                if host in seen and seen[host] != group:
+                    errors.append(
+                        f"host {host}: is in both groups {seen[host]} and {group}, which are exclusive "
+                        f"(variable preflight_exclusive_groups)"
+                    )
+                seen.setdefault(host, group)
+    return errors
+
+
+def required_var_errors(hostvars, groups, required):
+    """Variables that members of a group must define (None and blank strings count as missing)."""
+    errors = []
+    for group in sorted(required):
+        for host in groups.get(group, []):
+            hv = hostvars[host]
+            for var in required[group]:
+                if var not in hv or _missing(hv[var]):
+                    errors.append(f"host {host}: variable {var} is required for members of group {group}")
+    return errors
+
+
+def type_errors(hostvars, hosts, types):
+    """Variables that, where set, must have a given type (int, str, bool, list, dict)."""
+    errors = []
+    for host in hosts:
+        hv = hostvars[host]
+        for var in sorted(types):
+            if var not in hv or hv[var] is None:
+                continue
+            want = types[var]
+            if want not in _TYPES:
+                raise ValueError(f"preflight_var_types: unknown type {want!r} for {var}")
+            value = hv[var]
+            ok = isinstance(value, _TYPES[want])
+            if want == "int" and isinstance(value, bool):
+                ok = False
+            if want == "int" and isinstance(value, str) and value.strip().isdigit():
+                ok = True
+            if not ok:
+                errors.append(f"host {host}: variable {var} must be of type {want}, got {value!r}")
+    return errors
+
+
+def duplicate_name_errors(hostvars, hosts):
+    """Two inventory hosts that would be one node: same short hostname or same ansible_host."""
+    errors = []
+    short = {}
+    addr = {}
+    for host in hosts:
+        name = host.split(".", 1)[0]
+        if name in short:
+            errors.append(
+                f"host {host}: short hostname {name} duplicates host {short[name]} "
+                f"(variable inventory_hostname; Slurm and Kubernetes name nodes by short hostname)"
+            )
+        short.setdefault(name, host)
+        target = hostvars[host].get("ansible_host") if hasattr(hostvars[host], "get") else None
+        if target:
+            if target in addr:
+                errors.append(f"host {host}: variable ansible_host {target} duplicates host {addr[target]}")
+            addr.setdefault(target, host)
+    return errors
+
+
+def inventory_errors(hostvars, groups, rules):
+    """All preflight errors for an inventory, in a stable order.
+
+    rules: {exclusive_groups: [[g1, g2], ...], required_vars: {group: [var, ...]},
+            var_types: {var: type}, hosts: [host, ...]}
+    """
+    hosts = list(rules.get("hosts") or groups.get("all", []))
+    errors = []
+    errors += duplicate_name_errors(hostvars, hosts)
+    errors += exclusive_group_errors(groups, rules.get("exclusive_groups") or [])
+    errors += required_var_errors(hostvars, groups, rules.get("required_vars") or {})
+    errors += type_errors(hostvars, hosts, rules.get("var_types") or {})
+    return errors

@@ -1,0 +1,43 @@
+"""site.yml stops in preflight, before any node is contacted, on a bad inventory."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLAYBOOK = [str(pathlib.Path(sys.executable).with_name("ansible-playbook")), "playbooks/site.yml"]
+
+
+def run_site(inventory):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    return subprocess.run(
+        [*PLAYBOOK, "-i", f"tests/inventories/{inventory}/hosts.yml"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("inventory", "expected"),
+    [
+        ("bad_exclusive", ["host gpu02: is in both groups gpu_nodes and slurm_controller"]),
+        (
+            "bad_missing_var",
+            [
+                "host gpu03: variable cluster_gpu_count is required for members of group gpu_nodes",
+                "host gpu01: variable cluster_gpu_count must be of type int, got 'eight'",
+            ],
+        ),
+    ],
+)
+def test_bad_inventory_fails_in_preflight_naming_host_and_variable(inventory, expected):
+    result = run_site(inventory)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    for message in expected:
+        assert message in out, out
+    # Nothing past preflight ran: no node was contacted.
+    assert "Apply the common base" not in out, out
+    assert "UNREACHABLE" not in out, out
