@@ -20,6 +20,7 @@ the caller adds the toolkit tag.
 from __future__ import annotations
 
 import copy
+import os
 import re
 from collections.abc import Iterable, Mapping
 
@@ -316,10 +317,9 @@ def blame(first_pass, second_pass, known_good: Iterable[str] = ()) -> dict:
     * a node that failed with a known-good partner (either pass): FAIL;
     * a suspect that passed with its known-good partner: PASS (its first-pass partner is to blame);
     * both nodes of a failed pair passing with known-good partners: ERROR (inconclusive, retried);
-    * a known-good partner that failed with two or more different suspects: those suspects ERROR
-      (the partner is the likelier fault; retried, not blamed);
     * a suspect without a known-good partner or second-pass result, or in an ERROR pair: ERROR.
 
+    Known-good partners are trusted: a suspect that fails with one is blamed.
     Returns ``{node: {"verdict", "reason"}}`` for every node named in the first pass.
     """
     first = _normalise_pairs(first_pass)
@@ -328,12 +328,6 @@ def blame(first_pass, second_pass, known_good: Iterable[str] = ()) -> dict:
 
     def second_result(suspect, partner):
         return second.get((suspect, partner)) or second.get((partner, suspect))
-
-    partner_fails: dict[str, set[str]] = {}
-    for t in plan["retests"]:
-        if second_result(t["suspect"], t["partner"]) == FAIL:
-            partner_fails.setdefault(t["partner"], set()).add(t["suspect"])
-    bad_partners = {p for p, s in partner_fails.items() if len(s) >= 2}
 
     out: dict[str, dict] = {}
     for (a, b), status in first:
@@ -351,8 +345,6 @@ def blame(first_pass, second_pass, known_good: Iterable[str] = ()) -> dict:
         result = second_result(suspect, partner)
         if result is None or result == ERROR:
             out[suspect] = {"verdict": ERROR, "reason": f"pair: re-test with {partner} did not complete"}
-        elif result == FAIL and partner in bad_partners:
-            out[suspect] = {"verdict": ERROR, "reason": f"pair: known-good {partner} failed every re-test"}
         elif result == FAIL:
             out[suspect] = {"verdict": FAIL, "reason": f"pair: failed with known-good {partner}"}
         else:
@@ -535,3 +527,59 @@ def dcgm_verdict(parsed: Mapping) -> dict:
                 detail.append(f"{t['name']}" + (f" ({t['detail']})" if t["detail"] else ""))
         return verdict(FAIL, "dcgm: failed " + ", ".join(detail), figures)
     return verdict(PASS, "", figures)
+
+
+# --------------------------------------------------------------------------------------------
+# Running a probe (shared by the gate modules; run_command and the binary lookup are passed in)
+# --------------------------------------------------------------------------------------------
+
+
+def tail(text: str, lines: int = 20) -> list[str]:
+    """The last ``lines`` non-empty lines of a command's output (for the report)."""
+    kept = [line for line in (text or "").splitlines() if line.strip()]
+    return kept[-lines:] if lines > 0 else []
+
+
+def resolve_argv(argv: list[str], find_bin) -> list[str] | None:
+    """Resolve ``argv[0]``: a path is checked as is, a bare name through ``find_bin`` (PATH lookup).
+    Returns the argv with the resolved executable, or None when it cannot be run."""
+    if not argv:
+        return None
+    exe = str(argv[0])
+    if "/" in exe:
+        return list(argv) if os.path.isfile(exe) and os.access(exe, os.X_OK) else None
+    found = find_bin(exe)
+    return [found, *argv[1:]] if found else None
+
+
+def run_parsed(run_command, find_bin, argv, parse, name, timeout=None, environ_update=None,
+               parse_stderr=False):
+    """Run ``argv`` and parse its output; turn every way the test itself can break into an ERROR.
+
+    ``run_command`` is ``AnsibleModule.run_command``; ``find_bin`` is ``AnsibleModule.get_bin_path``.
+    A ``timeout`` wraps the command in coreutils ``timeout`` (rc 124/137 = timed out).
+    Returns ``(parsed, error_verdict, rc, out, err)``; exactly one of ``parsed`` / ``error_verdict`` is
+    set. A parse error on a zero exit is an ERROR too: unparsable output is never a pass.
+    """
+    resolved = resolve_argv(argv, find_bin)
+    if resolved is None:
+        missing = argv[0] if argv else "(empty)"
+        return None, verdict(ERROR, f"{name}: command not found: {missing}"), None, "", ""
+    full = resolved
+    timeout_bin = find_bin("timeout") if timeout else None
+    if timeout_bin:
+        full = [timeout_bin, "-k", "10", str(int(timeout)), *resolved]
+    rc, out, err = run_command(full, environ_update=dict(environ_update or {}))
+    if timeout_bin and rc in (124, 137):
+        return None, verdict(ERROR, f"{name}: timed out after {int(timeout)} s"), rc, out, err
+    text = out + ("\n" + err if parse_stderr and err else "")
+    try:
+        parsed = parse(text)
+    except ParseError as exc:
+        if rc != 0:
+            last = (tail(err, 1) or tail(out, 1) or [""])[0][:120]
+            reason = f"{name}: exit {rc} without results" + (f": {last}" if last else "")
+        else:
+            reason = f"{name}: {exc}"
+        return None, verdict(ERROR, reason), rc, out, err
+    return parsed, None, rc, out, err
