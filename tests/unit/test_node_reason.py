@@ -2,10 +2,9 @@
 import re
 
 import pytest
+from ansible.module_utils.node_reason import MAX_LEN, TAG, is_ours, make_reason, may_resume, parse_reason
 from hypothesis import given
 from hypothesis import strategies as st
-
-from ansible.module_utils.node_reason import MAX_LEN, TAG, is_ours, make_reason, may_resume, parse_reason
 
 SAFE = re.compile(r"^[A-Za-z0-9._:/+%@,=-]+$")
 tokens = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,20}\Z")
