@@ -276,7 +276,8 @@ def propose_retests(first_pass, known_good: Iterable[str] = ()) -> dict:
     (the test broke; nobody is suspected).
 
     Returns ``{"retests": [{"nodes": [suspect, partner], "suspect", "partner", "round"}],
-    "blamed": {node: reason}, "unresolved": [nodes without any known-good partner], "rerun": [[a, b]]}``.
+    "blamed": {node: reason}, "unresolved": [nodes without any known-good partner], "rerun": [[a, b]],
+    "good": [known-good nodes after this pass]}``.
     """
     pairs = _normalise_pairs(first_pass)
     good = set(known_good)
@@ -307,7 +308,8 @@ def propose_retests(first_pass, known_good: Iterable[str] = ()) -> dict:
             partner = partners[i % len(partners)]
             retests.append({"nodes": [suspect, partner], "suspect": suspect, "partner": partner,
                             "round": i // len(partners)})
-    return {"retests": retests, "blamed": blamed, "unresolved": unresolved, "rerun": rerun}
+    return {"retests": retests, "blamed": blamed, "unresolved": unresolved, "rerun": rerun,
+            "good": partners}
 
 
 def blame(first_pass, second_pass, known_good: Iterable[str] = ()) -> dict:
@@ -349,6 +351,11 @@ def blame(first_pass, second_pass, known_good: Iterable[str] = ()) -> dict:
             out[suspect] = {"verdict": FAIL, "reason": f"pair: failed with known-good {partner}"}
         else:
             out[suspect] = {"verdict": PASS, "reason": ""}
+    # A known-good node whose only pairs failed: the fault was its partner's.
+    for (a, b), _status in first:
+        for node in (a, b):
+            if node not in out and node in plan["good"]:
+                out[node] = {"verdict": PASS, "reason": ""}
     # A failed first-pass pair whose suspects both passed with known-good partners is unexplained.
     for (a, b), status in first:
         if status == FAIL and a not in plan["blamed"] and b not in plan["blamed"]:
