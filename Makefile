@@ -1,0 +1,55 @@
+# gpufleet: one entry point for people and CI. `make help` lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+VENV ?= .venv
+PY ?= python3
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+INVENTORY ?= inventory/lab
+# Molecule scenarios run by `make molecule`, in order (molecule/README.md lists them).
+SCENARIOS ?= lab_smoke
+
+.PHONY: help venv lab lab-down site up lint unit molecule test clean
+
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(BIN)/ansible-playbook: requirements.txt
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+venv: $(BIN)/ansible-playbook ## Create .venv with the pinned Python requirements
+
+lab: venv ## Build the container lab (podman) from inventory/lab
+	ansible-playbook -i $(INVENTORY) playbooks/lab.yml
+
+lab-down: venv ## Remove the lab's containers, network and image
+	ansible-playbook -i $(INVENTORY) playbooks/lab.yml -e lab_state=absent
+
+site: venv ## Run site.yml against INVENTORY (default: the lab)
+	ansible-playbook -i $(INVENTORY) playbooks/site.yml
+
+up: lab site ## Bring up the lab and converge the whole site on it
+
+lint: venv ## Static checks: ansible-config, yamllint, ansible-lint, syntax, ansible-doc, ruff
+	ansible-config validate -t all >/dev/null
+	yamllint --strict .
+	ansible-lint --profile production
+	for p in playbooks/*.yml; do ansible-playbook -i inventory/lab --syntax-check "$$p" >/dev/null || exit 1; done
+	for p in playbooks/*.yml; do ansible-playbook -i inventory/example --syntax-check "$$p" >/dev/null || exit 1; done
+	for m in library/*.py; do ansible-doc -M library -t module "$$(basename $$m .py)" >/dev/null || exit 1; done
+	ruff check .
+
+unit: venv ## Unit tests (pytest) on module_utils, modules, filters and playbooks
+	python -m pytest
+
+molecule: venv ## Molecule scenarios on real daemons in the container lab
+	for s in $(SCENARIOS); do molecule test -s $$s || exit 1; done
+
+test: lint unit molecule ## Everything CI runs
+
+clean: ## Remove the virtual environment and caches
+	rm -rf $(VENV) .cache .pytest_cache .ruff_cache .hypothesis
