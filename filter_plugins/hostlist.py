@@ -2,9 +2,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Jinja filters for Slurm hostlist expressions (ClusterShell NodeSet).
 
-    {{ groups['slurm_compute'] | hostlist_fold }}        -> gpu[01-04]
-    {{ 'gpu[01-04]' | hostlist_expand }}                  -> ['gpu01', ..., 'gpu04']
-    {{ 'gpu[01-04]' | hostlist_count }}                   -> 4
+{{ groups['slurm_compute'] | hostlist_fold }}        -> gpu[01-04]
+{{ 'gpu[01-04]' | hostlist_expand }}                  -> ['gpu01', ..., 'gpu04']
+{{ 'gpu[01-04]' | hostlist_count }}                   -> 4
 """
 
 import os

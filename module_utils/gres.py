@@ -1,0 +1,165 @@
+# Copyright: gpufleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gres.conf and slurm.conf ``Gres=`` from ``nvidia_gpu_info`` facts.
+
+Two ways to tell slurmd about GPUs (gres.conf(5)):
+
+* ``AutoDetect=nvml``: slurmd asks NVML itself; only where Slurm was built with the
+  gpu_nvml plugin (Debian/Ubuntu's Slurm is not: with AutoDetect=nvml it falls back to
+  gpu/generic, finds 0 GPUs and the node drains with "gres/gpu count reported lower than
+  configured", ../shared/fixtures/slurm_sinfo_R_gres_gpu_count_reported_lower.txt).
+* explicit lines, one per GPU, generated here:
+  ``Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-31 Links=-1,18,...``.
+
+gres.conf(5) facts used:
+
+* ``Cores``: Slurm's logical core indices (see module_utils/nvml.py), ranges allowed.
+* ``Links``: "A comma-delimited list of numbers identifying the number of connections
+  between this device and other devices ... an ordered list in which the number of
+  connections this specific device has to device number 0 would be in the first
+  position, ... A -1 indicates the device itself and a 0 indicates no connection. If
+  specified, then this line can only contain a single GRES device". Device numbers are
+  the order of the GPUs in the file; lines are written sorted by minor number, so
+  position = rank of the minor number.
+* ``NodeName=`` first on a line when one file serves many nodes (configless Slurm
+  ships the controller's gres.conf to every node).
+"""
+
+import re
+
+from ansible.module_utils.hostlist import hostlist_fold
+
+
+def _ordered(gpus):
+    return sorted(gpus, key=lambda g: (int(g["minor"]), int(g.get("index", 0))))
+
+
+def links_value(gpu, gpus):
+    """The ``Links=`` value for ``gpu`` among ``gpus``, or None when no GPU-GPU NVLink."""
+    ordered = _ordered(gpus)
+    counts = {}
+    for link in gpu.get("nvlinks") or []:
+        peer = link.get("peer_index")
+        if peer is not None and peer != gpu.get("index"):
+            counts[peer] = counts.get(peer, 0) + 1
+    if not counts:
+        return None
+    values = []
+    for other in ordered:
+        if other.get("index") == gpu.get("index"):
+            values.append("-1")
+        else:
+            values.append(str(counts.get(other.get("index"), 0)))
+    return ",".join(values)
+
+
+def gres_conf_lines(gpus, autodetect=False, node_name=None, cores=True, links=True):
+    """gres.conf lines (no trailing newline) for one node's GPUs.
+
+    ``autodetect=True`` gives the single ``AutoDetect=nvml`` line (per node when
+    ``node_name`` is set). ``cores``/``links`` switch off ``Cores=``/``Links=``.
+    """
+    prefix = f"NodeName={node_name} " if node_name else ""
+    if autodetect:
+        return [f"{prefix}AutoDetect=nvml"]
+    lines = []
+    for gpu in _ordered(gpus or []):
+        parts = ["Name=gpu"]
+        if gpu.get("type"):
+            parts.append(f"Type={gpu['type']}")
+        device = gpu.get("file") or f"/dev/nvidia{int(gpu['minor'])}"
+        parts.append(f"File={device}")
+        if cores and gpu.get("cores"):
+            parts.append(f"Cores={gpu['cores']}")
+        link_text = links_value(gpu, gpus) if links else None
+        if link_text:
+            parts.append(f"Links={link_text}")
+        lines.append(prefix + " ".join(parts))
+    return lines
+
+
+def gres_conf(gpus, autodetect=False, node_name=None, cores=True, links=True):
+    """gres.conf text for one node (ends with a newline; empty string without GPUs)."""
+    lines = gres_conf_lines(gpus, autodetect, node_name, cores, links)
+    return "".join(line + "\n" for line in lines)
+
+
+def gres_conf_cluster(gpus_by_host, autodetect=False, cores=True, links=True):
+    """One gres.conf for many nodes: ``{host: gpus}`` -> text.
+
+    Hosts whose lines are identical share lines with a folded ``NodeName=`` hostlist, so
+    10,000 identical nodes give one line per GPU.
+    """
+    if autodetect:
+        return "AutoDetect=nvml\n"
+    groups = {}
+    for host in sorted(gpus_by_host):
+        body = tuple(gres_conf_lines(gpus_by_host[host] or [], cores=cores, links=links))
+        if body:
+            groups.setdefault(body, []).append(host)
+    out = []
+    for body, hosts in sorted(groups.items(), key=lambda kv: kv[1][0]):
+        nodes = hostlist_fold(hosts)
+        out.extend(f"NodeName={nodes} {line}" for line in body)
+    return "".join(line + "\n" for line in out)
+
+
+def gres_node_string(gpus):
+    """slurm.conf ``NodeName ... Gres=`` value: ``gpu:h100:8`` (``""`` without GPUs).
+
+    Mixed models give one entry per type, sorted: ``gpu:a100:4,gpu:h100:4``; GPUs with
+    no type are counted as plain ``gpu:N``.
+    """
+    counts = {}
+    for gpu in gpus or []:
+        key = gpu.get("type") or ""
+        counts[key] = counts.get(key, 0) + 1
+    parts = []
+    for gtype in sorted(counts):
+        parts.append(f"gpu:{gtype}:{counts[gtype]}" if gtype else f"gpu:{counts[gtype]}")
+    return ",".join(parts)
+
+
+def gres_gpu_count(gres):
+    """Number of GPUs in a ``Gres=`` string (``gpu:h100:8,gpu:2`` -> 10)."""
+    total = 0
+    for entry in re.sub(r"\([^)]*\)", "", str(gres or "")).split(","):
+        fields = entry.strip().split(":")
+        if not fields or fields[0] != "gpu":
+            continue
+        count = fields[-1] if len(fields) > 1 else "1"
+        try:
+            total += int(count)
+        except ValueError:
+            total += 1  # "gpu:h100" means one
+    return total
+
+
+def check_gpu_count(host, configured, detected, variable="slurm_compute_gres"):
+    """An error naming host and variable when fewer GPUs are detected than configured.
+
+    ``configured``: an int or a ``Gres=`` string; ``detected``: an int or the GPU list.
+    slurmd registering fewer GPUs than slurm.conf promises gets the node drained with
+    "gres/gpu count reported lower than configured". Returns None when it is fine.
+    """
+    want = configured if isinstance(configured, int) else gres_gpu_count(configured)
+    have = detected if isinstance(detected, int) else len(detected or [])
+    if have < want:
+        return (
+            f"host {host}: {variable} configures {want} GPU(s) but {have} were detected; "
+            f"slurmd would register fewer GPUs and Slurm would drain the node with "
+            f"'gres/gpu count reported lower than configured'"
+        )
+    return None
+
+
+def check_gpu_types(host, gpus, allowed=None, variable="slurm_gpu_types"):
+    """Errors (list) for GPUs whose GRES type is unknown or not in ``allowed``."""
+    errors = []
+    for gpu in gpus or []:
+        where = f"host {host}: GPU {gpu.get('index')} ({gpu.get('name')!r}, {gpu.get('file')})"
+        if not gpu.get("type"):
+            errors.append(f"{where} has no GRES type derivable from its name; set {variable}")
+        elif allowed is not None and gpu["type"] not in allowed:
+            errors.append(f"{where} has type {gpu['type']!r}, not one of {variable}: {sorted(allowed)}")
+    return errors
