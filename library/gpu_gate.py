@@ -211,7 +211,7 @@ def run_module():
             profiles = merge_profiles(DEFAULT_PROFILES, p["profiles"])
             _name, profile = select_profile(profiles, name=p["profile"])
         except ProfileError as exc:
-            module.exit_json(changed=False, checks={}, skipped={}, figures={},
+            module.exit_json(changed=False, checks={}, skipped={},
                              **verdict(ERROR, f"gpu: {exc}"))
         if expected_nvlinks is None:
             expected_nvlinks = profile.get("nvlinks_per_gpu")

@@ -201,7 +201,7 @@ def run_module():
     try:
         minimum, min_size, profile_name = threshold(p)
     except ProfileError as exc:
-        module.exit_json(changed=False, command=argv, raw_tail=[], figures={},
+        module.exit_json(changed=False, command=argv, raw_tail=[],
                          **verdict(ERROR, f"nccl: {exc} (set profile or min_busbw_gbps)"))
 
     env = {str(k): str(v) for k, v in p["env"].items()}

@@ -154,7 +154,7 @@ def run_module():
             profiles = merge_profiles(DEFAULT_PROFILES, p["profiles"])
             _name, profile = select_profile(profiles, name=p["profile"])
         except ProfileError as exc:
-            module.exit_json(changed=False, checks={}, raw_tail=[], figures={},
+            module.exit_json(changed=False, checks={}, raw_tail=[],
                              **verdict(ERROR, f"rdma: {exc}"))
         rate = rate if rate is not None else profile.get("nic_rate_gbps")
         min_bw = min_bw if min_bw is not None else profile.get("ib_write_bw_min_gbps")
