@@ -51,12 +51,12 @@ def combine(results: Iterable[Mapping], figures: Mapping | None = None) -> dict:
     """Fold several check verdicts into one.
 
     FAIL wins over ERROR (a proven hardware fault is the node's, whatever else broke), ERROR wins over
-    PASS. The reason joins the reasons of the checks that decided the verdict with ``"; "``.
+    PASS. The reason joins the distinct reasons of the checks that decided the verdict with ``"; "``.
     """
     results = list(results)
     merged_figures = dict(figures or {})
     for status in (FAIL, ERROR):
-        reasons = [r["reason"] for r in results if r["verdict"] == status]
+        reasons = list(dict.fromkeys(r["reason"] for r in results if r["verdict"] == status))
         if reasons:
             return verdict(status, "; ".join(reasons), merged_figures)
     return verdict(PASS, "", merged_figures)

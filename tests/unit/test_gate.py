@@ -35,6 +35,11 @@ def test_combine_fail_wins_over_error_and_joins_reasons():
     assert result["verdict"] == FAIL and result["reason"] == "a: bad; b: bad"
 
 
+def test_combine_states_a_shared_reason_once():
+    same = gate.verdict(FAIL, "gpu: NVIDIA driver not loaded")
+    assert gate.combine([same, same])["reason"] == "gpu: NVIDIA driver not loaded"
+
+
 def test_combine_error_wins_over_pass():
     assert gate.combine([gate.verdict(PASS), gate.verdict(ERROR, "x: broke")])["verdict"] == ERROR
 

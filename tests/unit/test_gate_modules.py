@@ -198,6 +198,18 @@ def test_replay_double_exit_code_without_results_gives_error(monkeypatch, capsys
     assert result["verdict"] == "ERROR" and result["reason"].startswith("nccl: exit 3 without results")
 
 
+def test_replay_double_prints_the_verbatim_capture_and_exits_as_asked(fixture_text):
+    import subprocess
+
+    done = subprocess.run([str(REPLAY), "--fixtures", str(FIXTURES), "--rc", "5", IBSTAT],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 5
+    assert done.stdout == verbatim(fixture_text(IBSTAT)) and "#@" not in done.stdout
+    missing = subprocess.run([str(REPLAY), "--fixtures", str(FIXTURES), "no_such_capture.txt"],
+                             capture_output=True, text=True, check=False)
+    assert missing.returncode == 2 and "cannot read capture 'no_such_capture.txt'" in missing.stderr
+
+
 # ------------------------------------------------------------------------------------ rdma_gate
 
 
