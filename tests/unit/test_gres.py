@@ -119,3 +119,15 @@ def test_check_gpu_types_flags_unknown_and_unexpected_types():
     assert errors[0].startswith("host gpu01: GPU 0") and "no GRES type" in errors[0]
     assert "'a100'" in errors[1] and "slurm_gpu_types" in errors[1]
     assert check_gpu_types("gpu01", [gpu(0, 0)]) == []
+
+
+def test_gres_filters_are_exposed():
+    from slurm import FilterModule
+
+    filters = FilterModule().filters()
+    assert filters["slurm_gres_node"]([gpu(0, 0)]) == "gpu:h100:1"
+    assert filters["slurm_gres_conf"]([gpu(0, 0)], autodetect=True) == "AutoDetect=nvml\n"
+    assert (
+        filters["slurm_gres_conf_cluster"]({"n1": [gpu(0, 0)]})
+        == "NodeName=n1 Name=gpu Type=h100 File=/dev/nvidia0\n"
+    )

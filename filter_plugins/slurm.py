@@ -1,0 +1,108 @@
+# Copyright: gpufleet contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Jinja filters for Slurm configuration built from discovered facts.
+
+{{ nvidia_gpu_info.gpus | slurm_gres_conf }}                     gres.conf for one node
+{{ gpus_by_host | slurm_gres_conf_cluster }}                     one gres.conf, NodeName= folded
+{{ nvidia_gpu_info.gpus | slurm_gres_node }}                     gpu:h100:8 for NodeName Gres=
+{{ host_leaf | slurm_topology_conf('topology/tree') }}           topology.conf
+{{ old_text | slurm_conf_change(new_text, '23.02.7') }}          {action, reasons, daemons}
+{{ old_text | slurm_file_change(new_text, 'gres.conf', v) }}     same, for other files
+{{ '23.11.4' | slurm_topology_plugin('block') }}                 topology/block
+{{ 'MF0;leaf1:MQM8700/U1' | slurm_safe_name }}                   MF0-leaf1-MQM8700-U1-h...
+{{ ibnetdiscover_stdout | ibnetdiscover_leaf_of }}               {host: leaf switch}
+"""
+
+import os
+
+import ansible.module_utils
+
+_MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
+if _MU not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_MU)
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.gres import gres_conf, gres_conf_cluster, gres_node_string
+from ansible.module_utils.hostlist import HostlistError
+from ansible.module_utils.ibnetdiscover import IbnetdiscoverError, leaf_of, parse_ibnetdiscover
+from ansible.module_utils.slurm_change import (
+    SlurmConfError,
+    classify_change,
+    classify_file_change,
+    topology_plugin,
+)
+from ansible.module_utils.slurm_topology import TopologyError, slurm_safe_name, topology_conf
+
+_ERRORS = (HostlistError, IbnetdiscoverError, SlurmConfError, TopologyError)
+
+
+def slurm_gres_conf(gpus, autodetect=False, node_name=None, cores=True, links=True):
+    """gres.conf text for one node's ``nvidia_gpu_info.gpus``."""
+    return gres_conf(gpus, autodetect=autodetect, node_name=node_name, cores=cores, links=links)
+
+
+def slurm_gres_conf_cluster(gpus_by_host, autodetect=False, cores=True, links=True):
+    """One gres.conf for ``{host: gpus}``; identical nodes share lines."""
+    return gres_conf_cluster(gpus_by_host, autodetect=autodetect, cores=cores, links=links)
+
+
+def slurm_gres_node(gpus):
+    """``Gres=`` value for a NodeName line: ``gpu:h100:8``."""
+    return gres_node_string(gpus)
+
+
+def slurm_topology_conf(host_switch, plugin="topology/tree", leaf_parent=None, root="root", block_sizes=None):
+    """topology.conf text from ``{host: leaf}`` (tree) or ``{host: block}`` (block)."""
+    return topology_conf(host_switch, plugin, leaf_parent=leaf_parent, root=root, block_sizes=block_sizes)
+
+
+def slurm_conf_change(old_text, new_text, slurm_version):
+    """Classify a slurm.conf change: ``{"action", "reasons", "daemons"}``."""
+    return classify_change(old_text, new_text, slurm_version)
+
+
+def slurm_file_change(old_text, new_text, filename, slurm_version):
+    """Classify a change of slurm.conf, gres.conf, topology.conf or cgroup.conf."""
+    return classify_file_change(filename, old_text, new_text, slurm_version)
+
+
+def slurm_topology_plugin(slurm_version, prefer="tree"):
+    """``topology/tree``, or ``topology/block`` on Slurm >= 23.11 when preferred."""
+    return topology_plugin(slurm_version, prefer)
+
+
+def ibnetdiscover_leaf_of(text, strict=True):
+    """``{host: leaf switch name}`` from ibnetdiscover output (errors on a switchless capture)."""
+    return leaf_of(parse_ibnetdiscover(text), strict=strict)
+
+
+def _wrap(func):
+    def _filter(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except _ERRORS as exc:
+            raise AnsibleFilterError(f"{func.__name__}: {exc}") from exc
+
+    _filter.__name__ = func.__name__
+    _filter.__doc__ = func.__doc__
+    return _filter
+
+
+class FilterModule:
+    """Slurm configuration filters."""
+
+    def filters(self):
+        return {
+            f.__name__: _wrap(f)
+            for f in (
+                slurm_gres_conf,
+                slurm_gres_conf_cluster,
+                slurm_gres_node,
+                slurm_topology_conf,
+                slurm_conf_change,
+                slurm_file_change,
+                slurm_topology_plugin,
+                slurm_safe_name,
+                ibnetdiscover_leaf_of,
+            )
+        }
