@@ -176,10 +176,10 @@ def synthetic_uuid(host, minor):
     return "GPU-" + str(uuid.uuid5(ns, f"{host}:{int(minor)}"))
 
 
-def check_device_node(path, stat_fn=os.stat):
+def check_device_node(path, stat_fn=None):
     """None when ``path`` is an NVIDIA character device (major 195), else why not."""
     try:
-        st = stat_fn(path)
+        st = (stat_fn or os.stat)(path)
     except FileNotFoundError:
         return f"{path} does not exist"
     except OSError as exc:
@@ -222,7 +222,7 @@ def _gpu_record(
     }
 
 
-def collect_override(host, override, stat_fn=os.stat):
+def collect_override(host, override, stat_fn=None):
     """GPU records for GPUs declared by the lab; ``(gpus, errors)``.
 
     ``override``: ``[{"minor": 0, "name": "NVIDIA H100 80GB HBM3", "index": 0,
