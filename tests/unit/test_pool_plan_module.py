@@ -1,0 +1,64 @@
+"""The pool_plan module: returns the plan unchanged-state, fails with every validation error."""
+import json
+
+import pool_plan as module
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+POLICY = {"pools": {"slurm": {"min": 1, "target": 2}, "k8s": {"min": 1, "target": "50%"}},
+          "max_unavailable": 1}
+NODES = [
+    {"name": "gpu01", "gpus": 8, "leaf": "leaf1", "pool": "slurm"},
+    {"name": "gpu02", "gpus": 8, "leaf": "leaf1", "pool": "slurm"},
+    {"name": "gpu03", "gpus": 8, "leaf": "leaf2", "pool": "slurm"},
+    {"name": "gpu04", "gpus": 8, "leaf": "leaf2"},
+]
+
+
+def run(args, capsys):
+    with patch_module_args(args), pytest.raises(SystemExit) as exc:
+        module.main()
+    return exc.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_returns_the_plan_and_changes_nothing(capsys):
+    rc, out = run({"nodes": NODES, "policy": POLICY}, capsys)
+    assert rc == 0
+    assert out["changed"] is False
+    assert out["targets"] == {"gpu01": "slurm", "gpu02": "slurm", "gpu03": "k8s", "gpu04": "k8s"}
+    assert [(m["node"], m["from"], m["to"]) for m in out["moves"]] == [("gpu04", None, "k8s"),
+                                                                      ("gpu03", "slurm", "k8s")]
+    assert "moves: 2 in 2 batches of at most 1" in out["summary"]
+
+
+def test_check_mode_returns_the_same_plan(capsys):
+    _, normal = run({"nodes": NODES, "policy": POLICY}, capsys)
+    _, check = run({"nodes": NODES, "policy": POLICY, "_ansible_check_mode": True}, capsys)
+    assert check["moves"] == normal["moves"] and check["changed"] is False
+
+
+def test_types_are_coerced_by_the_argument_spec(capsys):
+    nodes = [dict(n, gpus=str(n["gpus"]), healthy="yes") for n in NODES]
+    rc, out = run({"nodes": nodes, "policy": POLICY}, capsys)
+    assert rc == 0 and out["pools_after"]["k8s"]["gpus"] == 16
+
+
+def test_fails_with_every_error_naming_host_and_variable(capsys):
+    nodes = [dict(NODES[0], pinned="gpu"), dict(NODES[1], pinned="slurm", excluded=True), NODES[2], NODES[2]]
+    policy = {"pools": {"slurm": {"min": 9, "target": 9}}, "max_unavailable": 0, "excluded": ["gpu99"]}
+    rc, out = run({"nodes": nodes, "policy": policy}, capsys)
+    assert rc == 1 and out["failed"]
+    errors = out["errors"]
+    for needle in ("gpu03: appears twice in nodes",
+                   "gpu01: cluster_pool_pin='gpu' is not a pool",
+                   "gpu02: cluster_pool_pin='slurm' conflicts with the node's excluded flag",
+                   "cluster_pools.max_unavailable: must be an integer of at least 1",
+                   "cluster_pools.excluded: gpu99 is not a host of the inventory",
+                   "cluster_pools.pools.slurm.target: 9 means 9 nodes, but only 3 are eligible"):
+        assert any(needle in e for e in errors), (needle, errors)
+    assert out["msg"].startswith("pool policy is invalid:")
+
+
+def test_missing_node_name_is_refused_by_the_argument_spec(capsys):
+    rc, out = run({"nodes": [{"gpus": 8}], "policy": POLICY}, capsys)
+    assert rc == 1 and "name" in out["msg"]
