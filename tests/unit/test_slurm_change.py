@@ -256,3 +256,14 @@ def test_filter_is_exposed_as_slurm_conf_change():
         BASE, edit("SlurmdPort=6818", "SlurmdPort=1"), "22.05"
     )
     assert result["action"] == "restart"
+
+
+def test_classifying_10000_node_lines_is_fast():
+    import time
+
+    old = "ClusterName=x\n" + "".join(f"NodeName=gpu{i:05d} CPUs=64 Gres=gpu:h100:8\n" for i in range(10000))
+    new = old.replace("NodeName=gpu09999 CPUs=64", "NodeName=gpu09999 CPUs=32")
+    start = time.perf_counter()
+    result = classify_change(old, new, "22.05.8")
+    assert time.perf_counter() - start < 1.0
+    assert result["action"] == "restart" and "gpu09999" in result["reasons"][0]
