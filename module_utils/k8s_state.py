@@ -5,21 +5,26 @@ taint ``gpufleet.io/hold`` (NoSchedule) and records why in the annotation ``gpuf
 ``node_reason`` format). Only a node whose reason is ours is ever uncordoned (``node_reason.may_resume``).
 """
 
-from ansible.module_utils.node_reason import is_ours
+from ansible.module_utils.node_reason import may_resume
 
 POOL_LABEL = "gpufleet.io/pool"
 HOLD_TAINT = "gpufleet.io/hold"
 REASON_ANNOTATION = "gpufleet.io/reason"
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+# Label value -> pool name of the policy. The roles label the Kubernetes pool "kubernetes" by default.
+POOL_NAMES = {"k8s": "k8s", "kubernetes": "k8s", "slurm": "slurm"}
 
 
-def node_state(node_obj):
-    """Return ``{name, pool, labels, unschedulable, taints, hold_taint, ready, ready_reason, reason,
-    held_by_us, in_service}`` for one Node object dict.
+def node_state(node_obj, pool_names=None):
+    """Return ``{name, pool, pool_label, labels, unschedulable, taints, hold_taint, ready, ready_reason,
+    reason, held_by_us, in_service}`` for one Node object dict.
 
-    ``ready`` is ``True``/``False`` from the Ready condition, ``None`` when the node reports none (Unknown).
-    ``in_service``: Ready, not cordoned, no NoSchedule/NoExecute taint. Raises ``ValueError`` when the object
-    is not a Node.
+    ``pool`` is the policy's pool name for the label value (*pool_names*, default ``POOL_NAMES``: both
+    ``kubernetes`` and ``k8s`` mean ``k8s``); an unknown value is passed through as it is, so the planner
+    treats the node as in no policy pool. ``ready`` is ``True``/``False`` from the Ready condition, ``None``
+    when Unknown or absent. ``in_service``: Ready, not cordoned, no NoSchedule/NoExecute taint other than
+    the pool taint (``gpufleet.io/pool``, which pool workloads tolerate). ``held_by_us`` is
+    ``node_reason.may_resume``. Raises ``ValueError`` when the object is not a Node.
     """
     if not isinstance(node_obj, dict):
         raise ValueError(f"k8s node: expected a Node object dict, got {type(node_obj).__name__}")
@@ -48,10 +53,13 @@ def node_state(node_obj):
     unschedulable = bool(spec.get("unschedulable", False))
     hold_taint = any(t["key"] == HOLD_TAINT for t in taints)
     reason = annotations.get(REASON_ANNOTATION)
-    blocked = any(t["effect"] in _BLOCKING_EFFECTS for t in taints)
-    return {
+    blocked = any(t["effect"] in _BLOCKING_EFFECTS and t["key"] != POOL_LABEL for t in taints)
+    names = POOL_NAMES if pool_names is None else pool_names
+    label = labels.get(POOL_LABEL) or None
+    state = {
         "name": name,
-        "pool": labels.get(POOL_LABEL) or None,
+        "pool": names.get(label, label) if label is not None else None,
+        "pool_label": label,
         "labels": labels,
         "unschedulable": unschedulable,
         "taints": taints,
@@ -59,18 +67,19 @@ def node_state(node_obj):
         "ready": ready,
         "ready_reason": ready_reason,
         "reason": reason,
-        "held_by_us": (unschedulable or hold_taint) and is_ours(reason),
         "in_service": ready is True and not unschedulable and not blocked,
     }
+    state["held_by_us"] = may_resume(state)
+    return state
 
 
-def node_states(k8s_info_result):
+def node_states(k8s_info_result, pool_names=None):
     """Map ``{name: node_state}`` over a ``k8s_info`` result (``{"resources": [...]}``) or a list of Nodes."""
     items = k8s_info_result.get("resources") if isinstance(k8s_info_result, dict) else k8s_info_result
     if not isinstance(items, list):
         raise ValueError("k8s nodes: expected a k8s_info result with 'resources' or a list of Node objects")
     out = {}
     for obj in items:
-        state = node_state(obj)
+        state = node_state(obj, pool_names)
         out[state["name"]] = state
     return out

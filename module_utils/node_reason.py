@@ -95,7 +95,8 @@ def may_resume(node_state):
 
     *node_state* is a Slurm node from ``slurm_state.parse_scontrol_nodes`` (held = ``DRAIN`` in ``flags``)
     or a Kubernetes node from ``k8s_state.node_state`` (held = cordoned or carrying the toolkit's hold
-    taint; the reason is the ``gpufleet.io/reason`` annotation). Anything else raises ``ValueError``.
+    taint; ours = the ``gpufleet.io/reason`` annotation is ours or, with no annotation, the hold taint is
+    there; an annotation an admin wrote keeps the node out). Anything else raises ``ValueError``.
     """
     if not isinstance(node_state, dict):
         raise ValueError(f"may_resume: expected a node state dict, got {type(node_state).__name__}")
@@ -103,6 +104,10 @@ def may_resume(node_state):
         held = "DRAIN" in node_state["flags"]
     elif "unschedulable" in node_state:
         held = bool(node_state["unschedulable"]) or bool(node_state.get("hold_taint"))
+        if not node_state.get("reason"):
+            # A node registers with the toolkit's hold taint before any annotation exists; the taint key is
+            # ours, so it marks the hold as ours. An admin's cordon alone carries neither.
+            return held and bool(node_state.get("hold_taint"))
     else:
         raise ValueError("may_resume: node state has neither 'flags' (Slurm) "
                          "nor 'unschedulable' (Kubernetes)")

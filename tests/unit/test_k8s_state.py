@@ -33,6 +33,30 @@ def test_unlabelled_node_has_no_pool():
     assert node_state(node())["pool"] is None
 
 
+@pytest.mark.parametrize(("label", "pool"), [("kubernetes", "k8s"), ("k8s", "k8s"), ("slurm", "slurm"),
+                                             ("gpu", "gpu")])
+def test_pool_label_value_maps_to_the_policy_pool_name(label, pool):
+    state = node_state(node(labels={POOL_LABEL: label}))
+    assert state["pool"] == pool and state["pool_label"] == label
+
+
+def test_pool_taint_does_not_take_a_pool_node_out_of_service():
+    state = node_state(node(labels={POOL_LABEL: "kubernetes"},
+                            taints=[{"key": POOL_LABEL, "value": "kubernetes", "effect": "NoSchedule"}]))
+    assert state["in_service"]
+
+
+def test_hold_taint_set_at_registration_without_annotation_is_ours():
+    state = node_state(node(taints=[{"key": HOLD_TAINT, "value": "gate", "effect": "NoSchedule"}]))
+    assert state["held_by_us"] and may_resume(state) and not state["in_service"]
+
+
+def test_admin_annotation_keeps_even_our_hold_in_place():
+    state = node_state(node(annotations={REASON_ANNOTATION: "RMA ticket 42"}, unschedulable=True,
+                            taints=[{"key": HOLD_TAINT, "value": "gate", "effect": "NoSchedule"}]))
+    assert not state["held_by_us"] and not may_resume(state)
+
+
 def test_our_cordon_and_hold_taint_is_resumable():
     reason = make_reason("gate", "pending", target="k8s", run_id="r3")
     state = node_state(node(labels={POOL_LABEL: "k8s"}, annotations={REASON_ANNOTATION: reason},

@@ -82,6 +82,8 @@ def test_may_resume_kubernetes_node_only_when_our_annotation_holds_it():
     assert may_resume({"unschedulable": False, "hold_taint": True, "reason": ours})
     assert not may_resume({"unschedulable": True, "hold_taint": False, "reason": None})  # admin cordon
     assert not may_resume({"unschedulable": False, "hold_taint": False, "reason": ours})
+    assert may_resume({"unschedulable": True, "hold_taint": True, "reason": None})  # set at registration
+    assert not may_resume({"unschedulable": True, "hold_taint": True, "reason": "RMA 42"})  # admin wins
 
 
 def test_may_resume_refuses_to_guess_on_unknown_state():
