@@ -40,9 +40,10 @@ def k8s_merge_taints(existing, add=(), remove=()):
     return merge_taints(existing or [], list(add), list(remove))
 
 
-def k8s_node_pool_state(plan, node, k8s_pool, label_key, hold_taint):
+def k8s_node_pool_state(plan, node, k8s_pool, label_key, hold_taint, pool_taint=None):
     try:
-        return node_pool_state(dict(plan), node, k8s_pool, label_key, dict(hold_taint))
+        return node_pool_state(dict(plan), node, k8s_pool, label_key, dict(hold_taint),
+                               dict(pool_taint) if pool_taint else None)
     except (KeyError, ValueError) as exc:
         raise AnsibleFilterError(f"{node}: {exc}") from exc
 

@@ -80,13 +80,16 @@ def merge_taints(existing, add=(), remove=()):
     ]
 
 
-def node_pool_state(plan, node, k8s_pool, label_key, hold_taint):
-    """Desired labels, taints to add/remove and cordon for ``node`` under ``plan`` (node -> pool).
+def node_pool_state(plan, node, k8s_pool, label_key, hold_taint, pool_taint=None):
+    """Desired labels, taints to add/remove and schedulability of ``node`` under ``plan``.
 
-    - a node planned into the Kubernetes pool gets the pool label and, until it is admitted,
-      the hold taint and a cordon;
-    - an admitted node keeps the label and loses the hold taint (cordon is left to the admit step);
-    - a node planned elsewhere gets its pool label and ``nvidia.com/gpu.deploy.operands=false``.
+    ``plan`` maps node -> pool name, or node -> {pool, admitted}. Only the gate sets ``admitted``.
+
+    - a Kubernetes-pool node gets the pool label and the pool taint; until admitted it also carries
+      the hold taint and stays cordoned; once admitted the hold taint goes and it is uncordoned;
+    - a node planned elsewhere gets its pool label, ``nvidia.com/gpu.deploy.operands=false`` (no GPU
+      Operator operands), loses the pool taint, and is held and cordoned.
+    A label value of None means "remove the label" (JSON merge patch).
     """
     entry = plan.get(node)
     if entry is None:
@@ -94,10 +97,13 @@ def node_pool_state(plan, node, k8s_pool, label_key, hold_taint):
     pool = entry["pool"] if isinstance(entry, dict) else entry
     admitted = bool(entry.get("admitted", False)) if isinstance(entry, dict) else False
     labels = {label_key: pool}
+    pool_taints = [pool_taint] if pool_taint else []
     if pool == k8s_pool:
-        labels["nvidia.com/gpu.deploy.operands"] = None  # let the GPU Operator manage it
+        labels["nvidia.com/gpu.deploy.operands"] = None
         if admitted:
-            return {"labels": labels, "taints_add": [], "taints_remove": [hold_taint["key"]], "cordon": None}
-        return {"labels": labels, "taints_add": [hold_taint], "taints_remove": [], "cordon": True}
+            return {"labels": labels, "taints_add": pool_taints, "taints_remove": [hold_taint["key"]],
+                    "cordon": False}
+        return {"labels": labels, "taints_add": [*pool_taints, hold_taint], "taints_remove": [], "cordon": True}
     labels["nvidia.com/gpu.deploy.operands"] = "false"
-    return {"labels": labels, "taints_add": [hold_taint], "taints_remove": [], "cordon": True}
+    return {"labels": labels, "taints_add": [hold_taint],
+            "taints_remove": [t["key"] for t in pool_taints], "cordon": True}

@@ -67,7 +67,7 @@ def test_node_planned_into_kubernetes_is_held_until_admitted():
     assert state["taints_add"] == [HOLD] and state["cordon"] is True
     admitted = node_pool_state({"gpu01": {"pool": "kubernetes", "admitted": True}}, "gpu01", "kubernetes",
                                "gpufleet.io/pool", HOLD)
-    assert admitted["taints_remove"] == [HOLD["key"]] and admitted["cordon"] is None
+    assert admitted["taints_remove"] == [HOLD["key"]] and admitted["cordon"] is False
 
 
 def test_node_planned_elsewhere_disables_gpu_operator_operands():
@@ -79,3 +79,11 @@ def test_node_planned_elsewhere_disables_gpu_operator_operands():
 def test_node_missing_from_plan_is_an_error():
     with pytest.raises(ValueError, match="gpu09"):
         node_pool_state({}, "gpu09", "kubernetes", "gpufleet.io/pool", HOLD)
+
+
+def test_pool_taint_is_kept_on_kubernetes_nodes_and_removed_elsewhere():
+    pool = {"key": "gpufleet.io/pool", "value": "kubernetes", "effect": "NoSchedule"}
+    k8s = node_pool_state({"a": {"pool": "kubernetes", "admitted": True}}, "a", "kubernetes", "k", HOLD, pool)
+    assert k8s["taints_add"] == [pool]
+    other = node_pool_state({"b": "slurm"}, "b", "kubernetes", "k", HOLD, pool)
+    assert other["taints_remove"] == ["gpufleet.io/pool"] and other["taints_add"] == [HOLD]
