@@ -23,7 +23,8 @@ def test_argument_spec_defaults_equal_role_defaults(role):
 @pytest.mark.parametrize("role", ["k3s_server", "k3s_agent"])
 def test_join_token_is_required_secret_without_default(role):
     defaults = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
-    spec = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]
+    specs = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())
+    spec = specs["argument_specs"]["main"]
     token = spec["options"][f"{role}_token"]
     assert f"{role}_token" not in defaults
     assert token["required"] is True and token["no_log"] is True and "default" not in token
