@@ -8,7 +8,7 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
-from ansible.module_utils.inventory_check import inventory_errors  # noqa: E402
+from ansible.module_utils.inventory_check import inventory_errors
 
 
 def preflight_inventory_errors(hostvars, groups, rules):
