@@ -103,7 +103,8 @@ def node_pool_state(plan, node, k8s_pool, label_key, hold_taint, pool_taint=None
         if admitted:
             return {"labels": labels, "taints_add": pool_taints, "taints_remove": [hold_taint["key"]],
                     "cordon": False}
-        return {"labels": labels, "taints_add": [*pool_taints, hold_taint], "taints_remove": [], "cordon": True}
+        return {"labels": labels, "taints_add": [*pool_taints, hold_taint], "taints_remove": [],
+                "cordon": True}
     labels["nvidia.com/gpu.deploy.operands"] = "false"
     return {"labels": labels, "taints_add": [hold_taint],
             "taints_remove": [t["key"] for t in pool_taints], "cordon": True}
