@@ -2,8 +2,17 @@
 import pathlib
 import sys
 
+import os
+
 import ansible.module_utils
 import pytest
+from hypothesis import settings
+
+# CI runs the same examples every time (a property failure there is reproducible); locally
+# hypothesis keeps exploring new ones.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
