@@ -1,8 +1,7 @@
 """Shared test set-up: make the project's module_utils importable the way Ansible does."""
+import os
 import pathlib
 import sys
-
-import os
 
 import ansible.module_utils
 import pytest
