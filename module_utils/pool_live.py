@@ -41,12 +41,14 @@ def node_view(name, slurm_node=None, k8s_node=None):
     in_partition = bool(slurm_node and slurm_node.get("partitions"))
     # A node that runs slurmd for the Slurm pool must answer; one parked outside Slurm is expected down.
     down = bool(slurm_node) and (slurm_node.get("state") in _DOWN or "NOT_RESPONDING" in flags)
-    healthy = not admin_hold and not (pool == SLURM and in_partition and down and parsed is None)
+    failed_gate = parsed is not None and parsed["kind"] == "gate"
+    healthy = not admin_hold and not failed_gate and not (pool == SLURM and in_partition and down and parsed is None)
     return {
         "name": name,
         "pool": pool,
         "healthy": healthy,
         "admin_hold": admin_hold,
+        "failed_gate": failed_gate,
         "reason": reason,
         "ours": parsed,
         "in_partition": in_partition,

@@ -66,3 +66,12 @@ def test_partition_changes_keep_subset_partitions_and_grow_pool_partitions():
     assert partition_nodes_after(partitions, ["gpu01", "gpu02", "gpu03"], [], []) == {}
     # A fresh cluster: an empty pool partition takes the joining nodes.
     assert partition_nodes_after({"gpu": []}, [], [], ["gpu01"]) == {"gpu": ["gpu01"]}
+
+
+def test_a_node_that_failed_a_gate_is_not_healthy_capacity():
+    failed = {"state": "IDLE", "flags": {"DRAIN"}, "partitions": ["gpu"], "busy": False,
+              "reason": "gpufleet:gate,to=slurm,run=r3,nccl:busbw_5.5GB/s_below_98GB/s"}
+    view = node_view("gpu07", failed)
+    assert view["failed_gate"] and not view["healthy"] and not view["admin_hold"]
+    assert view["pool"] == "slurm"
+    assert unfinished({"gpu07": view}, {}) == {}
