@@ -8,8 +8,9 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
+from ansible.module_utils.k8s_state import node_states
 from ansible.module_utils.node_reason import make_reason
-from ansible.module_utils.pool_live import partition_nodes_after, planner_nodes, unfinished
+from ansible.module_utils.pool_live import merge_k8s, partition_nodes_after, planner_nodes, unfinished
 from ansible.module_utils.pool_policy import validate
 
 
@@ -38,6 +39,11 @@ def pool_unfinished_moves(views, targets):
             for node, to in sorted(unfinished(views, targets).items())]
 
 
+def pool_merge_k8s(views, k8s_info_result, hosts):
+    """Slurm-derived views with Kubernetes' labels, readiness and cordons folded in."""
+    return merge_k8s(views, node_states(k8s_info_result), hosts)
+
+
 def pool_reason(kind, detail, run_id, target):
     """A Slurm reason carrying the toolkit's tag (see module_utils/node_reason.py)."""
     return make_reason(kind, detail, run_id=run_id, target=target)
@@ -51,4 +57,5 @@ class FilterModule:
             "pool_reason": pool_reason,
             "pool_partition_changes": partition_nodes_after,
             "pool_unfinished_moves": pool_unfinished_moves,
+            "pool_merge_k8s": pool_merge_k8s,
         }

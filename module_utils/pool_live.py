@@ -114,3 +114,26 @@ def partition_nodes_after(partitions, pool_before, leaving, joining):
         if new != current:
             changes[name] = sorted(new)
     return changes
+
+
+def merge_k8s(views, k8s_nodes, hosts):
+    """Fold Kubernetes' view into the Slurm-derived views, per host.
+
+    k8s_nodes: {name: k8s_state.node_state}. A node Slurm does not place (no partition, no move or
+    hold reason of ours) takes the pool label's pool; a node in the Kubernetes pool that is not Ready,
+    or that an admin cordoned (a hold that is not ours), is not healthy capacity.
+    """
+    out = {}
+    for host in hosts:
+        view = dict(views.get(host) or node_view(host))
+        knode = k8s_nodes.get(host)
+        if knode is not None:
+            if view["pool"] is None and knode.get("pool") in (SLURM, K8S):
+                view["pool"] = knode["pool"]
+            if view["pool"] == K8S:
+                admin_cordon = bool(knode.get("unschedulable")) and not knode.get("held_by_us")
+                view["healthy"] = view["healthy"] and knode.get("ready") is not False and not admin_cordon
+                view["admin_hold"] = view["admin_hold"] or admin_cordon
+            view["k8s"] = {k: knode.get(k) for k in ("pool", "ready", "unschedulable", "held_by_us", "in_service")}
+        out[host] = view
+    return out

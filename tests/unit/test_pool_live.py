@@ -5,6 +5,7 @@ import pathlib
 import pytest
 from ansible.module_utils.pool_live import (
     committed_pool,
+    merge_k8s,
     node_view,
     partition_nodes_after,
     planner_nodes,
@@ -75,3 +76,18 @@ def test_a_node_that_failed_a_gate_is_not_healthy_capacity():
     assert view["failed_gate"] and not view["healthy"] and not view["admin_hold"]
     assert view["pool"] == "slurm"
     assert unfinished({"gpu07": view}, {}) == {}
+
+
+def test_kubernetes_label_places_nodes_slurm_does_not_and_admin_cordon_is_not_capacity():
+    from ansible.module_utils.k8s_state import node_states
+
+    nodes = node_states({"resources": [
+        {"kind": "Node", "metadata": {"name": "gpu05", "labels": {"gpufleet.io/pool": "k8s"}},
+         "spec": {}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+        {"kind": "Node", "metadata": {"name": "gpu06", "labels": {"gpufleet.io/pool": "k8s"}},
+         "spec": {"unschedulable": True}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+    ]})
+    views = merge_k8s({}, nodes, ["gpu05", "gpu06", "gpu07"])
+    assert views["gpu05"]["pool"] == "k8s" and views["gpu05"]["healthy"]
+    assert views["gpu06"]["pool"] == "k8s" and views["gpu06"]["admin_hold"] and not views["gpu06"]["healthy"]
+    assert views["gpu07"]["pool"] is None
