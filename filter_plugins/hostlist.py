@@ -15,20 +15,12 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
-from ansible.errors import AnsibleFilterError
+from ansible.module_utils.filter_errors import as_filter
 from ansible.module_utils.hostlist import HostlistError, hostlist_count, hostlist_expand, hostlist_fold
 
 
 def _wrap(func):
-    def _filter(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except HostlistError as exc:
-            raise AnsibleFilterError(f"{func.__name__}: {exc}") from exc
-
-    _filter.__name__ = func.__name__
-    _filter.__doc__ = func.__doc__
-    return _filter
+    return as_filter(func, HostlistError)
 
 
 class FilterModule:

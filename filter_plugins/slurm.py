@@ -21,7 +21,7 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
-from ansible.errors import AnsibleFilterError
+from ansible.module_utils.filter_errors import as_filter
 from ansible.module_utils.gres import gres_conf, gres_conf_cluster, gres_node_string
 from ansible.module_utils.hostlist import HostlistError
 from ansible.module_utils.ibnetdiscover import IbnetdiscoverError, leaf_of, parse_ibnetdiscover
@@ -77,15 +77,7 @@ def ibnetdiscover_leaf_of(text, strict=True):
 
 
 def _wrap(func):
-    def _filter(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except _ERRORS as exc:
-            raise AnsibleFilterError(f"{func.__name__}: {exc}") from exc
-
-    _filter.__name__ = func.__name__
-    _filter.__doc__ = func.__doc__
-    return _filter
+    return as_filter(func, _ERRORS)
 
 
 class FilterModule:

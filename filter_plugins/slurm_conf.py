@@ -8,7 +8,7 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
-from ansible.errors import AnsibleFilterError
+from ansible.module_utils.filter_errors import as_filter
 from ansible.module_utils.slurm_conf import (
     SlurmConfDataError,
     config_lines,
@@ -20,15 +20,7 @@ from ansible.module_utils.slurm_conf import (
 
 
 def _guard(func):
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except SlurmConfDataError as exc:
-            raise AnsibleFilterError(str(exc)) from exc
-
-    wrapper.__name__ = func.__name__
-    wrapper.__doc__ = func.__doc__
-    return wrapper
+    return as_filter(func, SlurmConfDataError, prefix=False)
 
 
 class FilterModule:
