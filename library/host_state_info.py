@@ -1,0 +1,245 @@
+#!/usr/bin/python
+"""Read-only: which of a role's packages, units and paths are not as it wants them, in one remote call."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: host_state_info
+short_description: Probe packages, systemd units, paths and users in one call
+description:
+  - Reports which packages are installed, the state of systemd units, the type, owner, group, mode and
+    optionally checksum of paths, and local accounts, so a role can skip install, service and file tasks
+    that have nothing to do (each skipped task saves a remote round trip).
+  - Leans to "not right" in every doubt. A package counts as installed only when the package manager says
+    so; a unit that cannot be read is reported absent, stopped and not enabled (with a warning); a path is
+    only reported as matching when it is exactly what was asked for. The role's own task then runs.
+  - Packages are read with C(dpkg-query) where it exists, else with C(rpm); with neither, every package is
+    missing. Units are read with one C(systemctl show); without systemd running, every unit is absent.
+  - Read-only; supports check mode; never reports a change.
+options:
+  packages:
+    description: Package names, as the package manager knows them (no version, architecture or glob).
+    type: list
+    elements: str
+    default: []
+  units:
+    description:
+      - systemd unit names; a name without a dot is queried as C(<name>.service). Results are keyed by the
+        name as given.
+    type: list
+    elements: str
+    default: []
+  paths:
+    description: Paths to inspect (a final symlink is not followed) and, optionally, what the role wants.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute path, used as given as the key of the results.
+        type: str
+        required: true
+      state:
+        description:
+          - What the path should be. Unset means report only; the path is then never in RV(paths_differ).
+        type: str
+        choices: [file, directory, absent]
+      owner:
+        description: Wanted owner name (compared by name), for O(paths[].state=file) or O(paths[].state=directory).
+        type: str
+      group:
+        description: Wanted group name (compared by name), for O(paths[].state=file) or O(paths[].state=directory).
+        type: str
+      mode:
+        description:
+          - Wanted permissions as an octal string such as C('0644') or C('644'). An integer is taken as the
+            number it is, as M(ansible.builtin.file) does, so quote it. A symbolic mode always differs.
+        type: raw
+      checksum:
+        description: Return the SHA-1 of a regular file's bytes (the algorithm of M(ansible.builtin.stat)).
+        type: bool
+        default: false
+  users:
+    description: Local account names to look up.
+    type: list
+    elements: str
+    default: []
+author:
+  - gpufleet
+"""
+
+EXAMPLES = r"""
+- name: Probe what the munge role manages
+  host_state_info:
+    packages: [munge]
+    units: [munge]
+    paths:
+      - {path: /etc/munge, state: directory, owner: munge, group: munge, mode: "0700"}
+      - {path: /etc/munge/munge.key, state: file, owner: munge, group: munge, mode: "0400", checksum: true}
+    users: [munge]
+  register: __munge_probe
+
+- name: Install munge
+  ansible.builtin.apt:
+    name: munge
+  when: __munge_probe.missing_packages | length > 0
+
+- name: Start and enable munge
+  ansible.builtin.systemd_service:
+    name: munge
+    state: started
+    enabled: true
+  when: not (__munge_probe.units.munge.active and __munge_probe.units.munge.enabled)
+"""
+
+RETURN = r"""
+packages:
+  description: Every requested package with its installed version, or null when it is not installed.
+  type: dict
+  returned: always
+  sample: {munge: 0.5.15-2+deb12u1, nosuch: null}
+missing_packages:
+  description: Requested packages that are not installed, in the requested order.
+  type: list
+  elements: str
+  returned: always
+  sample: [nosuch]
+units:
+  description:
+    - Per unit as given, C(exists) (LoadState loaded), C(active) (ActiveState active), C(enabled) and the raw
+      C(active_state) and C(unit_file_state) (C(unknown) where they could not be read).
+    - C(enabled) is true only for the unit file states enabled and static, where C(systemctl enable) has
+      nothing to do; enabled-runtime, alias, indirect, generated, transient, linked and masked are false.
+      False does not mean disabled; to skip a disable or stop task, test C(unit_file_state) or C(active_state).
+  type: dict
+  returned: always
+  sample: {munge: {exists: true, active: true, enabled: true, active_state: active, unit_file_state: enabled}}
+paths:
+  description:
+    - Per path, C(exists), C(type) (file, directory, link, other or absent), C(owner), C(group) (the number
+      where the id has no name), C(mode) (four octal digits) and C(checksum) (SHA-1 when asked for a file);
+      null where they do not apply.
+  type: dict
+  returned: always
+  sample: {/etc/munge/munge.key: {exists: true, type: file, owner: munge, group: munge, mode: "0400",
+                                  checksum: 3b7e0f0a8d9c1e4f5a6b7c8d9e0f1a2b3c4d5e6f}}
+paths_differ:
+  description: Paths, in the given order, whose wanted state, owner, group or mode does not match.
+  type: list
+  elements: str
+  returned: always
+  sample: [/etc/munge/munge.key]
+users:
+  description: Per account, C(uid), C(gid), C(home) and C(shell), or null when there is no such account.
+  type: dict
+  returned: always
+  sample: {munge: {uid: 102, gid: 103, home: /nonexistent, shell: /usr/sbin/nologin}, nosuch: null}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.host_state import (
+    UNIT_PROPERTIES,
+    UNKNOWN_UNIT,
+    parse_dpkg_query,
+    parse_rpm_query,
+    parse_systemctl_show,
+    path_differs,
+    path_state,
+    unit_query_name,
+    user_state,
+)
+
+SYSTEMD_RUN_DIR = "/run/systemd/system"  # exists only where systemd is PID 1 (sd_booted)
+
+
+def run(module, argv):
+    # No ~ or $VAR expansion: the query formats hold ${Package} and the names are data.
+    return module.run_command(argv, expand_user_and_vars=False)
+
+
+def installed_packages(module, names):
+    """{name: version} of the installed ones among names; empty where nothing can be read."""
+    dpkg = module.get_bin_path("dpkg-query")
+    if dpkg:
+        rc, out, err = run(module, [dpkg, "-W", r"-f=${Package}\t${Version}\t${db:Status-Abbrev}\n", "--", *names])
+        if rc in (0, 1):  # 1: some names are unknown, the known ones are still listed
+            return parse_dpkg_query(out)
+        module.warn(f"dpkg-query failed (rc={rc}): {err.strip()}; reporting every package as missing")
+        return {}
+    rpm = module.get_bin_path("rpm")
+    if rpm:  # rc is the number of names not installed; only listed packages count
+        return parse_rpm_query(run(module, [rpm, "-q", "--qf", r"%{NAME}\t%{VERSION}-%{RELEASE}\n", "--", *names])[1])
+    return {}
+
+
+def unit_states(module, names):
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl or not os.path.isdir(SYSTEMD_RUN_DIR):
+        return {name: dict(UNKNOWN_UNIT) for name in names}
+    argv = [systemctl, "show", f"--property={','.join(UNIT_PROPERTIES)}", "--", *map(unit_query_name, names)]
+    rc, out, err = run(module, argv)
+    problem = f"rc={rc}: {err.strip()}"
+    if rc == 0:
+        try:
+            return parse_systemctl_show(out, names)
+        except ValueError as exc:
+            problem = str(exc)
+    module.warn(f"cannot read the units with systemctl show ({problem}); reporting every unit as absent")
+    return {name: dict(UNKNOWN_UNIT) for name in names}
+
+
+def main():
+    path_options = {
+        "path": {"type": "str", "required": True},
+        "state": {"type": "str", "choices": ["file", "directory", "absent"]},
+        "owner": {"type": "str"},
+        "group": {"type": "str"},
+        "mode": {"type": "raw"},
+        "checksum": {"type": "bool", "default": False},
+    }
+    module = AnsibleModule(
+        argument_spec={
+            "packages": {"type": "list", "elements": "str", "default": []},
+            "units": {"type": "list", "elements": "str", "default": []},
+            "paths": {"type": "list", "elements": "dict", "default": [], "options": path_options},
+            "users": {"type": "list", "elements": "str", "default": []},
+        },
+        supports_check_mode=True,
+    )
+    names = module.params["packages"]
+    installed = installed_packages(module, names) if names else {}
+    packages = {name: installed.get(name) for name in names}
+
+    units = unit_states(module, module.params["units"]) if module.params["units"] else {}
+
+    wanted = module.params["paths"]
+    paths, differ = {}, []
+    for want in wanted:
+        path = want["path"]
+        if not os.path.isabs(path):
+            module.fail_json(msg=f"paths: {path!r} is not an absolute path")
+        if path not in paths:
+            checksum = any(other["checksum"] for other in wanted if other["path"] == path)
+            try:
+                paths[path] = path_state(path, checksum)
+            except OSError as exc:
+                module.fail_json(msg=f"cannot inspect {path}: {exc}")
+        if path_differs(paths[path], want) and path not in differ:
+            differ.append(path)
+
+    module.exit_json(
+        changed=False,
+        packages=packages,
+        missing_packages=[name for name in names if packages[name] is None],
+        units=units,
+        paths=paths,
+        paths_differ=differ,
+        users={name: user_state(name) for name in module.params["users"]},
+    )
+
+
+if __name__ == "__main__":
+    main()
