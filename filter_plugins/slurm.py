@@ -8,6 +8,7 @@
 {{ host_leaf | slurm_topology_conf('topology/tree') }}           topology.conf
 {{ old_text | slurm_conf_change(new_text, '23.02.7') }}          {action, reasons, daemons}
 {{ old_text | slurm_file_change(new_text, 'gres.conf', v) }}     same, for other files
+{{ slurm_config_result.changes | slurm_apply_plan(v, daemons) }}  what this host does: {action, restart, reasons}
 {{ '23.11.4' | slurm_topology_plugin('block') }}                 topology/block
 {{ 'MF0;leaf1:MQM8700/U1' | slurm_safe_name }}                   MF0-leaf1-MQM8700-U1-h...
 {{ ibnetdiscover_stdout | ibnetdiscover_leaf_of }}               {host: leaf switch}
@@ -29,6 +30,7 @@ from ansible.module_utils.slurm_change import (
     SlurmConfError,
     classify_change,
     classify_file_change,
+    plan_apply,
     topology_plugin,
 )
 from ansible.module_utils.slurm_topology import TopologyError, slurm_safe_name, topology_conf
@@ -66,6 +68,12 @@ def slurm_file_change(old_text, new_text, filename, slurm_version):
     return classify_file_change(filename, old_text, new_text, slurm_version)
 
 
+def slurm_apply_plan(changes, slurm_version, daemons):
+    """Classify each ``{name, before, after}`` change and merge them into what one host does."""
+    results = [classify_file_change(c["name"], c["before"], c["after"], slurm_version) for c in changes]
+    return plan_apply(results, list(daemons))
+
+
 def slurm_topology_plugin(slurm_version, prefer="tree"):
     """``topology/tree``, or ``topology/block`` on Slurm >= 23.11 when preferred."""
     return topology_plugin(slurm_version, prefer)
@@ -93,6 +101,7 @@ class FilterModule:
                 slurm_topology_conf,
                 slurm_conf_change,
                 slurm_file_change,
+                slurm_apply_plan,
                 slurm_topology_plugin,
                 slurm_safe_name,
                 ibnetdiscover_leaf_of,

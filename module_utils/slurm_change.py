@@ -466,3 +466,21 @@ def _finish(result):
     daemons = result["daemons"] if result["action"] == RESTART else set()
     result["daemons"] = [d for d in BOTH if d in daemons]
     return result
+
+
+def plan_apply(changes, daemons):
+    """Merge per-file classifications into what one host does.
+
+    ``changes`` are ``classify_file_change`` results; ``daemons`` are the Slurm daemons this host
+    runs. Restart the daemons a change needs that run here; a change that needs a daemon restarted
+    elsewhere (slurmctld, seen from a compute node) still needs at least ``scontrol reconfigure``.
+    Returns ``{"action": none|reconfigure|restart, "restart": [daemons], "reasons": [...]}``.
+    """
+    restart = sorted({d for c in changes if c["action"] == RESTART for d in c["daemons"]} & set(daemons))
+    if restart:
+        action = RESTART
+    elif any(c["action"] in (RECONFIGURE, RESTART) for c in changes):
+        action = RECONFIGURE
+    else:
+        action = NONE
+    return {"action": action, "restart": restart, "reasons": [r for c in changes for r in c["reasons"]]}
