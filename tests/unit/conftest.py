@@ -14,9 +14,9 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
-FIXTURES = SHARED / "fixtures"
-CRDS = SHARED / "crds"
+# Real captures (each with its "#@" provenance header), kept in the repository.
+FIXTURES = ROOT / "tests" / "fixtures"
+CRDS = ROOT.parent / "shared" / "crds"
 
 # Modules import `ansible.module_utils.<topic>`; extend the package path like ansible.cfg does.
 if str(ROOT / "module_utils") not in ansible.module_utils.__path__:
@@ -28,12 +28,12 @@ for sub in ("library", "filter_plugins"):
 
 @pytest.fixture
 def fixture_text():
-    """Return the text of a real capture in ../shared/fixtures, skipping where shared/ is absent."""
+    """Return the text of a real capture in tests/fixtures; a missing capture fails the test."""
 
     def _read(name):
         path = FIXTURES / name
         if not path.is_file():
-            pytest.skip(f"../shared/fixtures/{name} is absent (run from a checkout with shared/ beside it)")
+            pytest.fail(f"tests/fixtures/{name} is missing: every capture a test reads lives in the repository")
         return path.read_text()
 
     return _read

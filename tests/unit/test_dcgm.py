@@ -6,7 +6,7 @@ import pytest
 from ansible.module_utils.dcgm import parse_dcgmi_diag
 from ansible.module_utils.gate import ParseError
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 DIAG = "dcgmi_diag_r2_pass_a100x8_p4de_aws.txt"
 
 

@@ -14,7 +14,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-FIXTURES = ROOT.parent / "shared" / "fixtures"
+FIXTURES = ROOT / "tests" / "fixtures"
 REPLAY = ROOT / "tests" / "doubles" / "replay_capture"
 GH200_BAD = "nccl_all_reduce_perf_multinode_gh200_bad_cxi_hook_disabled_cscs.txt"
 GH200_GOOD = "nccl_all_reduce_perf_multinode_gh200_slingshot_good_cscs.txt"
@@ -176,7 +176,6 @@ def test_nccl_runs_in_check_mode(run, capture):
     assert result["verdict"] == "PASS" and result["changed"] is False
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures is absent")
 def test_nccl_gate_runs_the_replay_double_for_real(monkeypatch, capsys):
     """No stubs: the module runs tests/doubles/replay_capture through run_command and coreutils timeout."""
     args = {"mode": "pair", "min_busbw_gbps": 98, "timeout": 60,
@@ -188,7 +187,6 @@ def test_nccl_gate_runs_the_replay_double_for_real(monkeypatch, capsys):
     assert result["reason"].startswith("nccl: busbw 5.5 GB/s < 98 GB/s")
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures is absent")
 def test_replay_double_exit_code_without_results_gives_error(monkeypatch, capsys):
     args = {"mode": "pair", "min_busbw_gbps": 98,
             "command": [str(REPLAY), "--fixtures", str(FIXTURES), "--rc", "3", SOCKET]}
