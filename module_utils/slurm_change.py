@@ -138,6 +138,13 @@ REEXEC_RESTART_KEYS = {
     "authinfo": _rule(BOTH, _AUTH),
 }
 
+# Reconfigure on >= 23.11, with what the 24.11 page adds.
+REEXEC_NOTES = {
+    "switchtype": f"scontrol(1) 24.11: new processes read the file; {_SC24} SwitchType: "
+    f'"All Slurm daemons, commands and running jobs must be restarted or reconfigured"; '
+    f"running jobs keep the old SwitchType",
+}
+
 # NodeName parameters that describe the node's hardware or how slurmd registers. slurm.conf(5)
 # 22.05 NODE CONFIGURATION: "Changes in node configuration (e.g. adding nodes, changing their
 # processor count, etc.) require restarting both the slurmctld daemon and the slurmd daemons."
@@ -507,7 +514,8 @@ def _classify_globals(old, new, reexec, slurm_version, result):
                 rule.order,
             )
         elif reexec:
-            result.bump(RECONFIGURE, f"{change}: scontrol reconfigure [scontrol(1) 24.11: new processes read the file]")
+            note = REEXEC_NOTES.get(key, "scontrol(1) 24.11: new processes read the file")
+            result.bump(RECONFIGURE, f"{change}: scontrol reconfigure [{note}]")
         else:
             result.bump(RECONFIGURE, f"{change}: scontrol reconfigure [{_SC22} DESCRIPTION: unless otherwise noted]")
 

@@ -291,6 +291,7 @@ def test_24_11_switchtype_is_restarted_or_reconfigured(version):
     restarted or reconfigured for a change in SwitchType to take effect."."""
     result = classify_change(*_key_change("SwitchType", "switch/none", "switch/hpe_slingshot"), version)
     assert result["action"] == "reconfigure"
+    assert "restarted or reconfigured" in result["reasons"][0]
 
 
 @pytest.mark.parametrize("version", NEW)
