@@ -9,6 +9,7 @@ if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
 from ansible.module_utils.inventory_check import inventory_errors
+from ansible.module_utils.slurm_topology import block_errors
 
 
 def preflight_inventory_errors(hostvars, groups, rules):
@@ -16,6 +17,21 @@ def preflight_inventory_errors(hostvars, groups, rules):
     return inventory_errors(hostvars, groups, rules)
 
 
+def preflight_slurm_block_errors(
+    host_block,
+    block_sizes,
+    slurm_version,
+    block_order=None,
+    block_var="cluster_leaf_switch",
+    sizes_var="slurm_common_topology_block_sizes",
+):
+    """topology/block errors (version, base block size, BlockSizes steps), each naming the variable."""
+    return block_errors(host_block, block_sizes, slurm_version, block_order, block_var=block_var, sizes_var=sizes_var)
+
+
 class FilterModule:
     def filters(self):
-        return {"preflight_inventory_errors": preflight_inventory_errors}
+        return {
+            "preflight_inventory_errors": preflight_inventory_errors,
+            "preflight_slurm_block_errors": preflight_slurm_block_errors,
+        }

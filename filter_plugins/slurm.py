@@ -8,8 +8,10 @@
 {{ host_leaf | slurm_topology_conf('topology/tree') }}           topology.conf
 {{ old_text | slurm_conf_change(new_text, '23.02.7') }}          {action, reasons, daemons}
 {{ old_text | slurm_file_change(new_text, 'gres.conf', v) }}     same, for other files
-{{ slurm_config_result.changes | slurm_apply_plan(v, daemons) }}  what this host does: {action, restart, reasons}
-{{ '23.11.4' | slurm_topology_plugin('block') }}                 topology/block
+{{ slurm_config_result.changes | slurm_apply_plan(v, daemons) }}  what this host does: {action, restart, order, reasons}
+{{ slurm_config_result.changes | slurm_conf_changes(v) }}        the whole change: {action, daemons, order, reasons}
+{{ '24.11.5' | slurm_defunct_settings }}                        {file: {key: reason}} templates must not render
+{{ '24.11.5' | slurm_topology_plugin('block') }}                 topology/block (Slurm >= 24.05)
 {{ 'MF0;leaf1:MQM8700/U1' | slurm_safe_name }}                   MF0-leaf1-MQM8700-U1-h...
 {{ ibnetdiscover_stdout | ibnetdiscover_leaf_of }}               {host: leaf switch}
 """
@@ -29,7 +31,9 @@ from ansible.module_utils.ibnetdiscover import IbnetdiscoverError, leaf_of, pars
 from ansible.module_utils.slurm_change import (
     SlurmConfError,
     classify_change,
+    classify_changes,
     classify_file_change,
+    defunct_settings,
     plan_apply,
     topology_plugin,
 )
@@ -53,9 +57,13 @@ def slurm_gres_node(gpus):
     return gres_node_string(gpus)
 
 
-def slurm_topology_conf(host_switch, plugin="topology/tree", leaf_parent=None, root="root", block_sizes=None):
-    """topology.conf text from ``{host: leaf}`` (tree) or ``{host: block}`` (block)."""
-    return topology_conf(host_switch, plugin, leaf_parent=leaf_parent, root=root, block_sizes=block_sizes)
+def slurm_topology_conf(
+    host_switch, plugin="topology/tree", leaf_parent=None, root="root", block_sizes=None, block_order=None
+):
+    """topology.conf text from ``{host: leaf}`` (tree) or ``{host: block}`` (block, fabric order)."""
+    return topology_conf(
+        host_switch, plugin, leaf_parent=leaf_parent, root=root, block_sizes=block_sizes, block_order=block_order
+    )
 
 
 def slurm_conf_change(old_text, new_text, slurm_version):
@@ -74,8 +82,18 @@ def slurm_apply_plan(changes, slurm_version, daemons):
     return plan_apply(results, list(daemons))
 
 
+def slurm_conf_changes(changes, slurm_version):
+    """Classify all ``{name, before, after}`` changes of one run together: ``{action, daemons, order, reasons}``."""
+    return classify_changes(changes, slurm_version)
+
+
+def slurm_defunct_settings(slurm_version):
+    """``{file: {key: reason}}``: settings the templates must not render on this Slurm version."""
+    return defunct_settings(slurm_version)
+
+
 def slurm_topology_plugin(slurm_version, prefer="tree"):
-    """``topology/tree``, or ``topology/block`` on Slurm >= 23.11 when preferred."""
+    """``topology/tree``, or ``topology/block`` on Slurm >= 24.05 when preferred."""
     return topology_plugin(slurm_version, prefer)
 
 
@@ -102,6 +120,8 @@ class FilterModule:
                 slurm_conf_change,
                 slurm_file_change,
                 slurm_apply_plan,
+                slurm_conf_changes,
+                slurm_defunct_settings,
                 slurm_topology_plugin,
                 slurm_safe_name,
                 ibnetdiscover_leaf_of,

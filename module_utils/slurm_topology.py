@@ -12,9 +12,10 @@ topology.conf(5) facts used:
   is used", so names are folded with ClusterShell. "Jobs can only span nodes connected by
   the same switch fabric": with several top-level switches and no common parent a job
   cannot cross them, so a root switch joins the top level unless ``root=None``.
-* block (Slurm >= 23.11): ``BlockName=<b> Nodes=<hostlist>`` per block and an optional
-  ``BlockSizes=<base>[,<size>...]``; blocks are the unit a job is packed into, and every
-  block should hold at least the base block size.
+* block (Slurm >= 24.05, the first release with ``BlockSizes``; 23.11 had ``BlockLevels``):
+  ``BlockName=<b> Nodes=<hostlist>`` per block in fabric order and an optional
+  ``BlockSizes=<base>[,<size>...]``; every block holds at least the base block size and each
+  further size is the previous one times a power of two (:func:`block_errors`).
 
 Switch names pass through :func:`slurm_safe_name`: Slurm's hostlist parser treats a
 trailing digit run as a range and fails on very long ones (GUIDs, serial numbers), and
@@ -22,9 +23,11 @@ spaces, ``;``, ``:``, ``/``, ``,`` or brackets break the line.
 """
 
 import hashlib
+import itertools
 import re
 
 from ansible.module_utils.hostlist import hostlist_fold
+from ansible.module_utils.slurm_change import TOPOLOGY_BLOCK_SINCE, SlurmConfError, version_tuple
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _LONG_DIGITS = re.compile(r"\d{7,}")
@@ -117,39 +120,139 @@ def tree_lines(host_leaf, leaf_parent=None, root="root"):
     return lines
 
 
-def block_lines(host_block, block_sizes=None):
+def _block_groups(host_block, block_order=None):
+    """``{block: [hosts]}`` in fabric order.
+
+    Slurm pairs each block with the next one in the file into larger blocks (topology.conf(5)
+    24.11: "Defined blocks of nodes are paired with other contiguous blocks, to create a higher
+    level block of nodes"), so the order must follow the fabric, never the names. The order is
+    ``block_order`` when given (every block exactly once), else the order in which blocks first
+    appear in ``host_block`` (the inventory order of the hosts).
+    """
+    groups = {}
+    for host, block in host_block.items():
+        if block is None or str(block).strip() == "":
+            raise TopologyError(f"host {host}: cluster_leaf_switch (block) is empty")
+        groups.setdefault(str(block), []).append(host)
+    if block_order is None:
+        return groups
+    order = [str(b) for b in block_order]
+    unknown = [b for b in order if b not in groups]
+    missing = [b for b in groups if b not in order]
+    repeated = sorted({b for b in order if order.count(b) > 1})
+    if unknown or missing or repeated:
+        raise TopologyError(
+            f"block order must list every block once: unknown {unknown}, missing {missing}, repeated {repeated}"
+        )
+    return {b: groups[b] for b in order}
+
+
+def _is_power_of_two(n):
+    return n >= 1 and n & (n - 1) == 0
+
+
+def block_errors(
+    host_block,
+    block_sizes=None,
+    slurm_version=None,
+    block_order=None,
+    block_var="cluster_leaf_switch",
+    sizes_var="slurm_common_topology_block_sizes",
+):
+    """Every reason ``host_block``/``block_sizes`` would make a bad topology/block file.
+
+    Returns a list of messages naming the variable (empty when the topology is sound); the
+    preflight filter ``preflight_slurm_block_errors`` returns it. Rules, topology.conf(5) 24.11
+    BlockSizes: "Each block must have at least the planning base block size count of nodes.
+    Successive BlockSizes must be a power of two larger than the prior values." Without
+    BlockSizes the first block's node count is the base (source
+    src/plugins/topology/block/block_record.c 24.11: slurmctld stops when a later block has fewer
+    nodes). A size may be at most 2**15 times the base (same source: 16 block levels).
+    """
+    errors = []
+    if slurm_version is not None:
+        try:
+            too_old = version_tuple(slurm_version) < TOPOLOGY_BLOCK_SINCE
+        except SlurmConfError as exc:
+            return [f"{sizes_var}: {exc}"]
+        if too_old:
+            errors.append(
+                f"{sizes_var}: topology/block with BlockSizes needs Slurm >= 24.05 (23.11 had BlockLevels); "
+                f"the installed Slurm is {slurm_version}"
+            )
+    if not host_block:
+        return [*errors, f"{block_var}: topology/block needs at least one block, none is set"]
+    try:
+        groups = _block_groups(host_block, block_order)
+    except TopologyError as exc:
+        return [*errors, f"{block_var}: {exc}"]
+    sizes = []
+    for raw in block_sizes or []:
+        try:
+            size = int(raw)
+        except (TypeError, ValueError):
+            errors.append(f"{sizes_var}: {raw!r} is not a node count")
+            continue
+        if isinstance(raw, bool) or size <= 0:
+            errors.append(f"{sizes_var}: {raw!r} is not a positive node count")
+            continue
+        sizes.append(size)
+    if len(sizes) != len(block_sizes or []):
+        return errors
+    for prior, size in itertools.pairwise(sizes):
+        if size <= prior or size % prior or not _is_power_of_two(size // prior):
+            errors.append(
+                f"{sizes_var}: {size} after {prior}: successive BlockSizes must be the prior size times a "
+                f"power of two (topology.conf(5) 24.11), e.g. {prior},{prior * 2},{prior * 4}"
+            )
+    if sizes and sizes[-1] // sizes[0] > 2**15:
+        errors.append(f"{sizes_var}: {sizes[-1]} is more than 2**15 times the base block size {sizes[0]}")
+    first = next(iter(groups))
+    base = sizes[0] if sizes else len(groups[first])
+    where = f"the base block size {base} ({sizes_var})" if sizes else f"the first block {first} ({base} nodes)"
+    for block, hosts in groups.items():
+        if len(hosts) < base:
+            errors.append(
+                f"{block_var}: block {block} has {len(hosts)} nodes ({hostlist_fold(hosts)}), fewer than "
+                f"{where}; each block must hold at least the base block size (topology.conf(5) 24.11)"
+            )
+    return errors
+
+
+def check_block_topology(host_block, block_sizes=None, slurm_version=None, block_order=None, **names):
+    """Raise :class:`TopologyError` with every message of :func:`block_errors`."""
+    errors = block_errors(host_block, block_sizes, slurm_version, block_order, **names)
+    if errors:
+        raise TopologyError("; ".join(errors))
+
+
+def block_lines(host_block, block_sizes=None, block_order=None):
     """topology/block lines from ``{host: block}`` (a block is usually a leaf or NVL domain).
 
-    ``block_sizes``: ints for ``BlockSizes=`` (first = base block size); each must be a
-    positive node count and the base may not exceed the smallest block. Without it Slurm's
-    default applies and no ``BlockSizes`` line is written.
+    Blocks keep fabric order (see :func:`_block_groups`); ``block_sizes``: ints for
+    ``BlockSizes=`` (first = base block size). The block rules of :func:`block_errors` are
+    checked; without ``block_sizes`` no ``BlockSizes`` line is written and Slurm takes the first
+    block's size as the base.
     """
     if not host_block:
         return []
-    blocks = _invert(host_block, "block")
+    check_block_topology(host_block, block_sizes, block_order=block_order)
+    blocks = _block_groups(host_block, block_order)
     safe = slurm_safe_names(blocks)
-    lines = [
-        f"BlockName={safe[b]} Nodes={hostlist_fold(blocks[b])}" for b in sorted(blocks, key=lambda s: safe[s])
-    ]
+    lines = [f"BlockName={safe[b]} Nodes={hostlist_fold(hosts)}" for b, hosts in blocks.items()]
     if block_sizes:
-        sizes = [int(s) for s in block_sizes]
-        if any(s <= 0 for s in sizes):
-            raise TopologyError(f"BlockSizes must be positive node counts, got {sizes}")
-        smallest = min(len(hosts) for hosts in blocks.values())
-        if sizes[0] > smallest:
-            raise TopologyError(
-                f"base block size {sizes[0]} is larger than the smallest block ({smallest} nodes)"
-            )
-        lines.append("BlockSizes=" + ",".join(str(s) for s in sizes))
+        lines.append("BlockSizes=" + ",".join(str(int(s)) for s in block_sizes))
     return lines
 
 
-def topology_conf(host_switch, plugin="topology/tree", leaf_parent=None, root="root", block_sizes=None):
+def topology_conf(
+    host_switch, plugin="topology/tree", leaf_parent=None, root="root", block_sizes=None, block_order=None
+):
     """topology.conf text for ``plugin`` (``topology/tree`` or ``topology/block``)."""
     if plugin in ("topology/tree", "tree"):
         lines = tree_lines(host_switch, leaf_parent, root)
     elif plugin in ("topology/block", "block"):
-        lines = block_lines(host_switch, block_sizes)
+        lines = block_lines(host_switch, block_sizes, block_order)
     else:
         raise TopologyError(f"unsupported topology plugin {plugin!r} (topology/tree or topology/block)")
     return "".join(line + "\n" for line in lines)

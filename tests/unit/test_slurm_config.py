@@ -85,6 +85,11 @@ def test_a_mode_fix_alone_changes_the_file_but_asks_for_nothing(capsys, tmp_path
 
 def test_plan_apply_falls_back_to_reconfigure_for_a_restart_needed_elsewhere():
     change = {"action": "restart", "daemons": ["slurmctld"], "reasons": ["node added"]}
-    assert plan_apply([change], ["slurmd"]) == {"action": "reconfigure", "restart": [], "reasons": ["node added"]}
+    assert plan_apply([change], ["slurmd"]) == {
+        "action": "reconfigure",
+        "restart": [],
+        "order": None,
+        "reasons": ["node added"],
+    }
     assert plan_apply([change], ["slurmctld"])["restart"] == ["slurmctld"]
     assert plan_apply([], ["slurmd"])["action"] == "none"

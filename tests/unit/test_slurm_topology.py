@@ -8,7 +8,9 @@ from ansible.module_utils.hostlist import hostlist_expand
 from ansible.module_utils.ibnetdiscover import leaf_of, parse_ibnetdiscover, switch_parents
 from ansible.module_utils.slurm_topology import (
     TopologyError,
+    block_errors,
     block_lines,
+    check_block_topology,
     missing_hosts,
     slurm_safe_name,
     slurm_safe_names,
@@ -110,9 +112,92 @@ def test_block_lines_and_block_sizes():
     ]
 
 
-def test_block_base_size_larger_than_smallest_block_is_refused():
-    with pytest.raises(TopologyError, match="smallest block"):
+def test_block_base_size_larger_than_a_block_is_refused_naming_the_block_and_variable():
+    """topology.conf(5) 24.11 BlockSizes: "Each block must have at least the planning base block size
+    count of nodes."."""
+    with pytest.raises(TopologyError, match=r"cluster_leaf_switch: block leaf1 has 2 nodes .*base block size 4"):
         block_lines(HOST_LEAF, block_sizes=[4])
+
+
+def test_blocks_follow_inventory_order_not_names():
+    """topology.conf(5) 24.11: blocks are "paired with other contiguous blocks", so file order is fabric order."""
+    host_block = {"gpu01": "leafZ", "gpu02": "leafZ", "gpu03": "leafA", "gpu04": "leafA"}
+    assert block_lines(host_block) == ["BlockName=leafZ Nodes=gpu[01-02]", "BlockName=leafA Nodes=gpu[03-04]"]
+
+
+def test_block_order_can_be_given_and_must_name_every_block_once():
+    assert block_lines(HOST_LEAF, block_order=["leaf2", "leaf1"])[0] == "BlockName=leaf2 Nodes=gpu[03-04]"
+    with pytest.raises(TopologyError, match=r"missing \['leaf2'\]"):
+        block_lines(HOST_LEAF, block_order=["leaf1"])
+    with pytest.raises(TopologyError, match=r"repeated \['leaf1'\]"):
+        block_lines(HOST_LEAF, block_order=["leaf1", "leaf1", "leaf2"])
+
+
+def test_without_block_sizes_the_first_block_is_the_base():
+    """Without BlockSizes slurmctld takes the first block's node count as the base and stops when a
+    later block is smaller (src/plugins/topology/block/block_record.c 24.11)."""
+    host_block = {"gpu01": "a", "gpu02": "a", "gpu03": "a", "gpu04": "b", "gpu05": "b"}
+    errors = block_errors(host_block)
+    assert errors == [
+        "cluster_leaf_switch: block b has 2 nodes (gpu[04-05]), fewer than the first block a (3 nodes); "
+        "each block must hold at least the base block size (topology.conf(5) 24.11)"
+    ]
+    assert block_errors({h: b for h, b in reversed(host_block.items())}) == []
+
+
+@pytest.mark.parametrize(
+    "sizes, ok",
+    [
+        ([30, 120], True),  # the topology.conf(5) 24.11 example
+        ([2, 4, 16], True),
+        ([2, 6], False),  # not a power of two times 2
+        ([4, 2], False),  # not larger
+        ([2, 2], False),  # not larger
+        ([1, 2**16], False),  # beyond 16 block levels
+    ],
+)
+def test_successive_block_sizes_are_a_power_of_two_larger(sizes, ok):
+    """topology.conf(5) 24.11 BlockSizes: "Successive BlockSizes must be a power of two larger than the
+    prior values."."""
+    host_block = {f"n{i:03d}": f"b{i // 32}" for i in range(128)}
+    errors = block_errors(host_block, sizes, "24.11.5")
+    assert (errors == []) is ok, errors
+    if not ok:
+        assert errors[0].startswith("slurm_common_topology_block_sizes: ")
+
+
+@pytest.mark.parametrize("sizes", [[0], ["x"], [-2, 4]])
+def test_block_sizes_must_be_positive_node_counts(sizes):
+    assert "not a" in block_errors(HOST_LEAF, sizes)[0]
+
+
+@pytest.mark.parametrize("version, ok", [("23.11.10", False), ("24.05.0", True), ("24.11.5", True)])
+def test_block_topology_needs_slurm_24_05(version, ok):
+    """RELEASE_NOTES 24.05: "Replaced the BlockLevels with BlockSizes in topology.conf"."""
+    errors = block_errors(HOST_LEAF, [2, 4], version, sizes_var="my_sizes")
+    assert (errors == []) is ok
+    if not ok:
+        assert errors == [
+            "my_sizes: topology/block with BlockSizes needs Slurm >= 24.05 (23.11 had BlockLevels); "
+            "the installed Slurm is 23.11.10"
+        ]
+
+
+def test_check_block_topology_raises_with_every_message():
+    with pytest.raises(TopologyError, match=r"needs Slurm >= 24\.05.*; cluster_leaf_switch: block leaf1"):
+        check_block_topology(HOST_LEAF, [4], "23.11.1")
+    check_block_topology(HOST_LEAF, [2], "24.11.5")
+
+
+def test_preflight_filter_reports_block_errors_naming_the_variable():
+    from preflight import FilterModule
+
+    check = FilterModule().filters()["preflight_slurm_block_errors"]
+    assert check(HOST_LEAF, [2, 4], "24.11.5") == []
+    assert check({}, None, "24.11.5") == ["cluster_leaf_switch: topology/block needs at least one block, none is set"]
+    assert check(HOST_LEAF, [2, 3], "24.11.5", sizes_var="slurm_topo_sizes")[0].startswith(
+        "slurm_topo_sizes: 3 after 2"
+    )
 
 
 def test_topology_conf_dispatches_on_plugin():
