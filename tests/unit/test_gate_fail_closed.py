@@ -404,6 +404,13 @@ def test_rdma_ibstat_exit_255_with_all_ports_up_is_an_error(run, capture):
     assert result["verdict"] == ERROR and result["reason"] == "rdma: exit 255 although the output reads as a pass"
 
 
+def test_rdma_role_passes_what_selects_the_profile_and_the_overrides():
+    defaults = yaml.safe_load((ROOT / "roles/health_gate/defaults/main.yml").read_text())
+    task = yaml.safe_load((ROOT / "roles/health_gate/tasks/rdma.yml").read_text())[0]["rdma_gate"]
+    assert defaults["health_gate_rdma_expected_ports"] is None and defaults["health_gate_rdma_link_layer"] is None
+    assert {"gpu_model", "gpu_count", "expected_ports", "link_layer", "expected_rate_gbps"} <= set(task)
+
+
 def test_rdma_without_a_rate_or_port_count_is_an_error(run, capture):
     result = run(rdma_gate, {}, {"ibstat": (0, capture(IBSTAT8), "")})
     assert result["verdict"] == ERROR
