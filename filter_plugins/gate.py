@@ -139,14 +139,17 @@ def gate_pair_rows(first_pass, second_pass, known_good, gate, nodes):
 
     Each pass is a list of ``{"nodes": [a, b], "verdict", "reason", "figure", "threshold"}``. The node's
     verdict comes from blame(); its figure from the pair that decided it (a failed pair with the partner
-    blame names, else the node's last pair).
+    blame names, else the node's last pair). A node in ``nodes`` that no pair tested (no partner, or
+    left out by an earlier gate) gets an ERROR row: a pairwise gate that did not run is not a pass.
     """
     per_node = blame(first_pass, second_pass or [], known_good)
     tests = list(first_pass) + list(second_pass or [])
     rows = []
     for node in nodes:
         decided = per_node.get(node)
-        if decided is None:
+        if decided is None:  # never paired (no partner, or held back by an earlier gate): not a pass
+            rows.append({"node": node, "gate": gate, "verdict": ERROR, "figure": "", "threshold": "",
+                         "reason": f"{gate}: not tested (no pair for this node)", "partner": None})
             continue
         mine = [t for t in tests if node in t["nodes"]]
         partner_named = re.search(r"(?:with known-good|with) (\S+)", decided["reason"] or "")
@@ -167,14 +170,25 @@ def gate_pair_rows(first_pass, second_pass, known_good, gate, nodes):
 
 
 def gate_verdict(rows):
-    """A node's verdict from its rows: the first FAIL row, else the first ERROR row, else PASS."""
+    """A node's verdict from its rows: the first FAIL row, else the first ERROR row, else PASS.
+
+    Fails closed: no rows at all (no gate ran) is an ERROR, and so is a row whose verdict is not one
+    of PASS, FAIL, ERROR.
+    """
     rows = list(rows or [])
+    if not rows:
+        return {"verdict": ERROR, "gate": "all", "figure": "", "threshold": "", "partner": None,
+                "reason": "gate: no gate ran on this node", "node": None}
+    for row in rows:
+        if row.get("verdict") not in VERDICTS:
+            return {**dict(row), "verdict": ERROR,
+                    "reason": f"{row.get('gate', 'gate')}: unknown verdict {row.get('verdict')!r}"}
     for status in (FAIL, ERROR):
         hit = next((r for r in rows if r["verdict"] == status), None)
         if hit:
             return dict(hit)
     return {"verdict": PASS, "gate": "all", "figure": "", "threshold": "", "reason": "",
-            "node": rows[0]["node"] if rows else None, "partner": None}
+            "node": rows[0]["node"], "partner": None}
 
 
 def gate_passing(nodes, hostvars, var="__health_gate_rows"):

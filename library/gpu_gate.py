@@ -16,8 +16,15 @@ description:
   - C(memory) reads through NVML the volatile uncorrectable ECC count, pending page retirement,
     the number of retired pages (double-bit) and row-remapping pending/failure.
   - C(nvlink) counts active NVLink links per GPU, through NVML or by parsing C(nvidia-smi nvlink -s).
-  - C(dcgm) runs C(dcgmi diag -r N) when dcgmi is present and fails on any test that reports Fail.
-  - "No NVIDIA driver (NVML reports driver or library not found) is a FAIL: a node that should have
+  - C(dcgm) runs C(dcgmi diag -r N) (text table of DCGM 3.x or 4.x, or C(-j) JSON) and fails on any
+    test or GPU that reports Fail, naming both. An unknown result word, an C(Error) row, a section
+    the level runs that is missing or all C(Skip), or a non-zero exit with passing output is an ERROR.
+  - "Gates fail closed (docs/health-gates.md): PASS needs a complete, positive reading. Expected
+    counts come from O(expected_count) / O(expected_nvlinks), else from the profile (named by
+    O(profile) or selected by the GPU model and count); a check with nothing to judge against is an
+    ERROR."
+  - "No NVIDIA driver (NVML reports driver or library not found, or nvidia-smi cannot communicate
+    with the driver) is a FAIL, reason C(driver not loaded): a node that should have
     GPUs but has no working driver cannot take GPU work and a retry will not fix it. A missing
     nvidia-ml-py binding or any other NVML failure is an ERROR."
   - The module never fails the task on a FAIL or ERROR verdict; read RV(verdict).
@@ -39,18 +46,22 @@ options:
     type: list
     elements: dict
   expected_count:
-    description: Number of GPUs the node must have. Not checked when omitted.
+    description:
+      - Number of GPUs the node must have. When omitted, the profile's C(gpu_count); with neither,
+        the C(inventory) check is an ERROR.
     type: int
   expected_model:
     description: Case-insensitive regular expression every GPU name must match (C(A100-SXM)).
     type: str
   expected_nvlinks:
     description:
-      - Active NVLink links each GPU must have. When omitted, the profile's C(nvlinks_per_gpu) is
-        used if O(profile) is set; otherwise only links that exist but are down fail.
+      - Active NVLink links each GPU must have (0 for parts without NVLink). When omitted, the
+        profile's C(nvlinks_per_gpu); with neither, the C(nvlink) check is an ERROR.
     type: int
   profile:
-    description: Name of a threshold profile (from the shipped defaults merged with O(profiles)).
+    description:
+      - Name of a threshold profile (from the shipped defaults merged with O(profiles)). When
+        omitted, the profile is selected by the GPU model and count (O(gpus) or NVML).
     type: str
   profiles:
     description: Site threshold profiles merged over the shipped ones (see module_utils/gate_profiles.py).
@@ -71,14 +82,18 @@ options:
     type: int
     default: 60
   dcgm_level:
-    description: Level passed to C(dcgmi diag -r).
+    description:
+      - Level passed to C(dcgmi diag -r). The output must hold every section this level runs
+        (1 Deployment; 2 adds Integration and Hardware; 3 and 4 add Stress).
     type: int
     choices: [1, 2, 3, 4]
     default: 1
   dcgm_required:
-    description: When true, a missing dcgmi is an ERROR; when false, the dcgm check is skipped.
+    description:
+      - When true, a missing dcgmi is an ERROR. False skips the dcgm check when dcgmi is absent
+        (an explicit opt-out; leave C(dcgm) out of O(checks) instead where DCGM is not installed).
     type: bool
-    default: false
+    default: true
   dcgmi_command:
     description: Command (argv) to run instead of C(dcgmi diag -r <dcgm_level>) (a launcher or test double).
     type: list
@@ -149,10 +164,12 @@ from ansible.module_utils.gate import (
     ProfileError,
     combine,
     dcgm_verdict,
+    exit_checked,
     gpu_health_verdict,
     gpu_inventory_verdict,
     merge_profiles,
     nvlink_verdict,
+    profile_for,
     run_parsed,
     select_profile,
     verdict,
@@ -195,7 +212,7 @@ def run_module():
             nvlink_command=dict(type="list", elements="str", default=["nvidia-smi", "nvlink", "-s"]),
             max_retired_pages=dict(type="int", default=60),
             dcgm_level=dict(type="int", choices=[1, 2, 3, 4], default=1),
-            dcgm_required=dict(type="bool", default=False),
+            dcgm_required=dict(type="bool", default=True),
             dcgmi_command=dict(type="list", elements="str"),
             timeout=dict(type="int", default=900),
         ),
@@ -204,17 +221,12 @@ def run_module():
     p = module.params
     checks = list(dict.fromkeys(p["checks"]))
     results, skipped, figures = {}, {}, {}
-
-    expected_nvlinks = p["expected_nvlinks"]
-    if p["profile"]:
-        try:
-            profiles = merge_profiles(DEFAULT_PROFILES, p["profiles"])
-            _name, profile = select_profile(profiles, name=p["profile"])
-        except ProfileError as exc:
-            module.exit_json(changed=False, checks={}, skipped={},
-                             **verdict(ERROR, f"gpu: {exc}"))
-        if expected_nvlinks is None:
-            expected_nvlinks = profile.get("nvlinks_per_gpu")
+    try:
+        profiles = merge_profiles(DEFAULT_PROFILES, p["profiles"])
+        if p["profile"]:
+            select_profile(profiles, name=p["profile"])
+    except ProfileError as exc:
+        module.exit_json(changed=False, checks={}, skipped={}, **verdict(ERROR, f"gpu: {exc}"))
 
     needs_nvml = ("memory" in checks or ("inventory" in checks and p["gpus"] is None)
                   or ("nvlink" in checks and p["nvlink_source"] == "nvml"))
@@ -223,6 +235,27 @@ def run_module():
         snap, nvml_error = nvml_snapshot(with_nvlink="nvlink" in checks and p["nvlink_source"] == "nvml")
         if snap:
             figures["driver_version"] = snap["driver_version"]
+    seen = p["gpus"] if p["gpus"] is not None else (snap or {}).get("gpus")
+    profile_cache = {}
+
+    def expectation(given, key):
+        """The module option, else the profile's key; None when neither says (an ERROR later)."""
+        if given is not None:
+            return given
+        if "profile" not in profile_cache:
+            model = next((str(g.get("name")) for g in seen or [] if g.get("name")), None)
+            try:
+                profile_cache["name"], profile_cache["profile"] = profile_for(
+                    profiles, p["profile"], model, len(seen) if seen is not None else None)
+            except ProfileError as exc:
+                profile_cache["name"], profile_cache["profile"] = None, {}
+                profile_cache["error"] = str(exc)
+        return profile_cache["profile"].get(key)
+
+    expected_count = expectation(p["expected_count"], "gpu_count")
+    expected_nvlinks = expectation(p["expected_nvlinks"], "nvlinks_per_gpu") if "nvlink" in checks else None
+    if profile_cache.get("name"):
+        figures["profile"] = profile_cache["name"]
 
     def nvml_or_error(check):
         if nvml_error:
@@ -230,20 +263,26 @@ def run_module():
         return snap
 
     if "inventory" in checks:
-        gpus = p["gpus"] if p["gpus"] is not None else (nvml_or_error("inventory") or {}).get("gpus")
-        if gpus is not None:
-            results["inventory"] = gpu_inventory_verdict(gpus, p["expected_count"], p["expected_model"])
+        if p["gpus"] is None and nvml_or_error("inventory") is None:
+            pass
+        else:
+            results["inventory"] = gpu_inventory_verdict(seen, expected_count, p["expected_model"])
+            if p["gpus"] is not None and snap and len(snap["gpus"]) != len(p["gpus"]):
+                results["inventory"] = combine([results["inventory"], verdict(
+                    FAIL, f"gpu: NVML sees {len(snap['gpus'])} GPUs, discovery saw {len(p['gpus'])}")],
+                    results["inventory"]["figures"])
     if "memory" in checks and nvml_or_error("memory"):
         results["memory"] = gpu_health_verdict(snap["gpus"], p["max_retired_pages"])
     if "nvlink" in checks:
         if p["nvlink_source"] == "nvml":
             if nvml_or_error("nvlink"):
-                results["nvlink"] = nvlink_verdict(snap["gpus"], expected_nvlinks)
+                results["nvlink"] = nvlink_verdict(snap["gpus"], expected_nvlinks, expected_count)
         else:
-            parsed, error, _rc, _out, _err = run_parsed(
+            parsed, error, rc, _out, _err = run_parsed(
                 module.run_command, module.get_bin_path, p["nvlink_command"], parse_nvlink_status,
                 "nvlink", timeout=p["timeout"])
-            results["nvlink"] = error or nvlink_verdict(parsed, expected_nvlinks)
+            results["nvlink"] = error or exit_checked(
+                nvlink_verdict(parsed, expected_nvlinks, expected_count), rc, "nvlink")
     if "dcgm" in checks:
         argv = p["dcgmi_command"] or ["dcgmi", "diag", "-r", str(p["dcgm_level"])]
         if not p["dcgmi_command"] and not module.get_bin_path("dcgmi"):
@@ -252,10 +291,14 @@ def run_module():
             else:
                 skipped["dcgm"] = "dcgmi not found"
         else:
-            parsed, error, _rc, _out, _err = run_parsed(
+            parsed, error, rc, _out, _err = run_parsed(
                 module.run_command, module.get_bin_path, argv, parse_dcgmi_diag, "dcgm", timeout=p["timeout"])
-            results["dcgm"] = error or dcgm_verdict(parsed)
-
+            results["dcgm"] = error or exit_checked(dcgm_verdict(parsed, p["dcgm_level"]), rc, "dcgm")
+    if profile_cache.get("error"):
+        for check, result in results.items():
+            if result["verdict"] == ERROR and "no expected" in result["reason"]:
+                result["reason"] += f" ({profile_cache['error']})"
+                results[check] = result
     for result in results.values():
         figures.update(result["figures"])
     if not results:  # every asked-for check was skipped: that proves nothing

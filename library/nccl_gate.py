@@ -11,8 +11,10 @@ description:
   - Read-only health gate. Runs C(all_reduce_perf) (or the launcher argv given in O(command), such as
     C(srun -w a,b --reservation=... all_reduce_perf ...)) with C(NCCL_DEBUG=INFO), and returns a
     verdict, C(PASS), C(FAIL) (hardware or fabric) or C(ERROR) (the test itself broke, that is command
-    missing, timeout, unparsable output, a non-zero exit without results or no threshold), with the
-    figures and a short reason.
+    missing, timeout, unparsable output, a non-zero exit, results not checked (C(-c 0), C(#wrong)
+    N/A) or no threshold), with the figures and a short reason. A non-zero exit with a full table is
+    an ERROR when the table passes and stays a FAIL when it shows a fault (gates fail closed, see
+    docs/health-gates.md).
   - The bandwidth verdict uses the mean out-of-place bus bandwidth of the large messages (sizes of
     at least O(min_size), or the two largest sizes when the sweep stopped below it), not the
     C(Avg bus bandwidth) line, which small, latency-bound messages dominate.
@@ -149,6 +151,7 @@ from ansible.module_utils.gate import (
     ParseError,
     ProfileError,
     combine,
+    exit_checked,
     merge_profiles,
     nccl_verdict,
     run_parsed,
@@ -219,7 +222,7 @@ def run_module():
     except ParseError:
         transports = {"net": None, "gdr": None, "channels": {}}
     checks = [
-        nccl_verdict(perf, minimum, min_size),
+        exit_checked(nccl_verdict(perf, minimum, min_size), rc, "nccl"),
         transport_check(transports, p["expect_transport"], p["mode"], p["require_gdr"]),
     ]
     for check in checks:

@@ -15,6 +15,11 @@ description:
   - When O(ib_write_bw_command) is given, also runs that client command (the server side is started
     on the partner by the caller) and compares the average bandwidth of the largest message size
     with O(min_ib_write_bw_gbps).
+  - "Gates fail closed (docs/health-gates.md): the expected rate, port count and link layer come
+    from the options, else from the profile (named by O(profile) or selected by O(gpu_model) and
+    O(gpu_count)); no expected rate, or neither O(devices) nor an expected port count, is an ERROR.
+    A non-zero exit of the status tool with passing output is an ERROR; a port missing, down, slow
+    (a 1X-trained port) or on the wrong link layer is a FAIL naming it."
   - The module never fails the task on a FAIL or ERROR verdict; read RV(verdict).
 author: gpufleet
 version_added: "0.1.0"
@@ -33,14 +38,28 @@ options:
   devices:
     description:
       - CAs (C(mlx5_0)) or single ports (C(mlx5_0:1)) that must be Active/LinkUp. When empty, every
-        port found (restricted by O(link_layer)) must be.
+        port found on the expected link layer must be, and there must be O(expected_ports) of them.
     type: list
     elements: str
     default: []
   link_layer:
-    description: With O(devices) empty, only look at ports of this link layer.
+    description:
+      - Link layer the fabric ports must have (an Ethernet port on an InfiniBand fabric is a FAIL).
+        With O(devices) empty, only ports of this layer are counted. Falls back to the profile's
+        C(link_layer).
     type: str
     choices: [InfiniBand, Ethernet]
+  expected_ports:
+    description:
+      - With O(devices) empty, how many ports on the link layer the node must have (7 of 8 is a
+        FAIL). Falls back to the profile's C(rdma_ports).
+    type: int
+  gpu_model:
+    description: GPU model name (as NVML reports it), to select the profile when O(profile) is not set.
+    type: str
+  gpu_count:
+    description: Number of GPUs, to select the profile when O(profile) is not set.
+    type: int
   expected_rate_gbps:
     description: Minimum port rate in Gb/s (ibstat's C(Rate)). Falls back to the profile's C(nic_rate_gbps).
     type: float
@@ -118,11 +137,12 @@ from ansible.module_utils.gate import (
     ERROR,
     ProfileError,
     combine,
+    exit_checked,
     ib_write_bw_verdict,
     merge_profiles,
+    profile_for,
     rdma_ports_verdict,
     run_parsed,
-    select_profile,
     tail,
     verdict,
 )
@@ -137,7 +157,10 @@ def run_module():
             status_command=dict(type="list", elements="str"),
             devices=dict(type="list", elements="str", default=[]),
             link_layer=dict(type="str", choices=["InfiniBand", "Ethernet"]),
+            expected_ports=dict(type="int"),
             expected_rate_gbps=dict(type="float"),
+            gpu_model=dict(type="str"),
+            gpu_count=dict(type="int"),
             profile=dict(type="str"),
             profiles=dict(type="dict", default={}),
             ib_write_bw_command=dict(type="list", elements="str"),
@@ -148,40 +171,46 @@ def run_module():
     )
     p = module.params
     results, raw = {}, []
-    rate, min_bw = p["expected_rate_gbps"], p["min_ib_write_bw_gbps"]
-    if p["profile"]:
+    wanted = {"rate": p["expected_rate_gbps"], "min_bw": p["min_ib_write_bw_gbps"],
+              "ports": p["expected_ports"], "layer": p["link_layer"]}
+    profile_error = None
+    if any(v is None for v in wanted.values()):
         try:
             profiles = merge_profiles(DEFAULT_PROFILES, p["profiles"])
-            _name, profile = select_profile(profiles, name=p["profile"])
+            _name, profile = profile_for(profiles, p["profile"], p["gpu_model"], p["gpu_count"])
         except ProfileError as exc:
-            module.exit_json(changed=False, checks={}, raw_tail=[],
-                             **verdict(ERROR, f"rdma: {exc}"))
-        rate = rate if rate is not None else profile.get("nic_rate_gbps")
-        min_bw = min_bw if min_bw is not None else profile.get("ib_write_bw_min_gbps")
-
+            if p["profile"]:
+                module.exit_json(changed=False, checks={}, raw_tail=[], **verdict(ERROR, f"rdma: {exc}"))
+            profile, profile_error = {}, str(exc)
+        for key, pkey in (("rate", "nic_rate_gbps"), ("min_bw", "ib_write_bw_min_gbps"),
+                          ("ports", "rdma_ports"), ("layer", "link_layer")):
+            if wanted[key] is None:
+                wanted[key] = profile.get(pkey)
     if p["tool"] == "ibstat":
         argv, parser = p["status_command"] or ["ibstat"], parse_ibstat
     else:
         argv, parser = p["status_command"] or ["ibv_devinfo", "-v"], parse_ibv_devinfo
-    ports, error, _rc, out, err = run_parsed(module.run_command, module.get_bin_path, argv, parser,
-                                             "rdma", timeout=p["timeout"])
+    ports, error, rc, out, err = run_parsed(module.run_command, module.get_bin_path, argv, parser,
+                                            "rdma", timeout=p["timeout"])
     if error:
         results["ports"] = error
         raw = tail(out + "\n" + err)
     else:
-        results["ports"] = rdma_ports_verdict(ports, p["devices"], rate, p["link_layer"])
-
+        results["ports"] = exit_checked(
+            rdma_ports_verdict(ports, p["devices"], wanted["rate"], wanted["layer"], wanted["ports"]), rc, "rdma")
+        if results["ports"]["verdict"] == ERROR and profile_error:
+            results["ports"]["reason"] += f" ({profile_error})"
     if p["ib_write_bw_command"]:
-        if min_bw is None:
+        if wanted["min_bw"] is None:
             results["ib_write_bw"] = verdict(ERROR, "rdma: no ib_write_bw threshold "
                                                     "(set min_ib_write_bw_gbps)")
         else:
-            parsed, error, _rc, out, err = run_parsed(
+            parsed, error, rc, out, err = run_parsed(
                 module.run_command, module.get_bin_path, p["ib_write_bw_command"], parse_ib_write_bw,
                 "rdma: ib_write_bw", timeout=p["timeout"])
-            results["ib_write_bw"] = error or ib_write_bw_verdict(parsed, min_bw)
+            results["ib_write_bw"] = error or exit_checked(ib_write_bw_verdict(parsed, wanted["min_bw"]), rc,
+                                                           "rdma: ib_write_bw")
             raw = tail(out + "\n" + err)
-
     figures = {}
     for result in results.values():
         figures.update(result["figures"])

@@ -20,6 +20,7 @@ the caller adds the toolkit tag.
 from __future__ import annotations
 
 import copy
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -32,6 +33,30 @@ VERDICTS = (PASS, FAIL, ERROR)
 
 class ParseError(ValueError):
     """Raised by every parser for truncated, empty or foreign input (never a silent pass)."""
+
+
+class FaultSeen(ParseError):
+    """Raised by a parser whose input, though not a result table, proves a fault on the node (the
+    tool says the NVIDIA driver is not loaded, for example): a FAIL, not an ERROR."""
+
+
+def finite(text, what: str) -> float:
+    """``float(text)``, or ParseError when it is not a number or not finite (``nan``, ``inf``)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ParseError(f"{what} {text!r} is not a number") from None
+    if math.isnan(value) or math.isinf(value):
+        raise ParseError(f"{what} {text!r} is not a finite number")
+    return value
+
+
+def count(text, what: str) -> int:
+    """``int(text)`` of a decimal count, or ParseError (``two``, ``1.5``, ``-1``)."""
+    text = str(text).strip()
+    if not text.isdigit():
+        raise ParseError(f"{what} {text!r} is not a count")
+    return int(text)
 
 
 class ProfileError(ValueError):
@@ -147,6 +172,26 @@ def select_profile(
     return best, dict(profiles[best])
 
 
+def profile_for(profiles: Mapping, name: str | None = None, gpu_model: str | None = None,
+                gpu_count: int | None = None, nic_rate_gbps: float | None = None) -> tuple[str, dict]:
+    """The gate profile for this node: by ``name``, else by model and count, else by model alone.
+
+    The model-only fallback lets a node that lost a GPU (7 of 8) still be judged by its profile, so
+    that the missing GPU is a FAIL against the profile's ``gpu_count`` rather than "no profile".
+    """
+    try:
+        return select_profile(profiles, gpu_model, gpu_count, nic_rate_gbps, name=name)
+    except ProfileError:
+        if name or not gpu_model:
+            raise
+        hits = sorted(pname for pname, profile in profiles.items()
+                      if (profile.get("match") or {}).get("gpu_model")
+                      and re.search(profile["match"]["gpu_model"], str(gpu_model), re.IGNORECASE))
+        if len(hits) != 1:
+            raise
+        return hits[0], dict(profiles[hits[0]])
+
+
 # --------------------------------------------------------------------------------------------
 # NCCL verdict
 # --------------------------------------------------------------------------------------------
@@ -215,8 +260,10 @@ def nccl_verdict(
 ) -> dict:
     """Judge a parsed all_reduce_perf run (``nccl.parse_all_reduce_perf``).
 
-    FAIL when any result was wrong (``#wrong`` > 0 or out-of-bounds values) or the large-message
-    out-of-place bus bandwidth is below ``min_busbw_gbps``.
+    FAIL when any result was wrong (``#wrong`` > 0, out-of-bounds values, bitwise mismatches), NCCL
+    or nccl-tests reported a fault with the results (``NCCL WARN``, ``# error``), or the large-message
+    out-of-place bus bandwidth is below ``min_busbw_gbps``. ERROR when the results were not checked
+    (``-c 0``: ``#wrong`` N/A), wholly or in part.
     """
     busbw, sizes = large_message_busbw(perf["rows"], min_size, fallback_rows)
     peak = max(r["out_of_place"]["busbw"] for r in perf["rows"])
@@ -229,9 +276,16 @@ def nccl_verdict(
         "min_busbw_gbps": min_busbw_gbps,
         "format": perf.get("format"),
     }
+    figures["unchecked"] = perf.get("unchecked", 0)
     checks = []
     if perf.get("wrong"):
         checks.append(verdict(FAIL, f"nccl: {perf['wrong']} wrong results"))
+    for line in perf.get("faults") or []:
+        checks.append(verdict(FAIL, f"nccl: fault reported with the results: {line[:100]}"))
+    if perf.get("wrong") is None:
+        checks.append(verdict(ERROR, "nccl: results not checked (#wrong N/A: run with -c 1)"))
+    elif perf.get("unchecked"):
+        checks.append(verdict(ERROR, f"nccl: {perf['unchecked']} #wrong cells N/A (results not all checked)"))
     if busbw < min_busbw_gbps:
         checks.append(verdict(FAIL, f"nccl: busbw {fmt_gbps(busbw)} GB/s < {fmt_gbps(min_busbw_gbps)} GB/s"))
     return combine(checks, figures)
@@ -379,17 +433,25 @@ def rdma_ports_verdict(
     devices: list[str] | None = None,
     expected_rate_gbps: float | None = None,
     link_layer: str | None = None,
+    expected_ports: int | None = None,
 ) -> dict:
-    """Every expected HCA port Active / LinkUp at the expected rate.
+    """Every expected HCA port Active / LinkUp at the expected rate, on the expected link layer.
 
-    ``devices`` names the CAs (``mlx5_0``) or single ports (``mlx5_0:1``) that must be up; when empty,
-    every port found must be. A named device that is absent is a FAIL. ``link_layer`` (``InfiniBand``
-    or ``Ethernet``) restricts the ports looked at when ``devices`` is empty. A rate that the tool
-    did not print (ibv_devinfo without -v) while a rate is expected is an ERROR, never a pass.
+    ``devices`` names the CAs (``mlx5_0``) or single ports (``mlx5_0:1``) that must be up; a named
+    device that is absent, or on another link layer than ``link_layer``, is a FAIL. When ``devices``
+    is empty, the ports on ``link_layer`` (all ports when it is None) are judged and there must be at
+    least ``expected_ports`` of them (7 of 8 is a FAIL naming the port on the wrong layer, if any).
+
+    Fail closed: no ``expected_rate_gbps``, or neither ``devices`` nor ``expected_ports``, is an
+    ERROR (nothing to judge against), as is a rate the tool did not print (ibv_devinfo without -v).
     """
     checked = []
     problems: list[str] = []
     errors: list[str] = []
+
+    def layer_ok(p):
+        return not link_layer or (p.get("link_layer") or "").lower() == link_layer.lower()
+
     if devices:
         for want in devices:
             ca, _, port = want.partition(":")
@@ -398,12 +460,22 @@ def rdma_ports_verdict(
                 problems.append(f"{want} missing")
             checked.extend(hits)
     else:
-        checked = [p for p in ports
-                   if not link_layer or (p.get("link_layer") or "").lower() == link_layer.lower()]
-        if not checked:
-            problems.append(f"no {link_layer + ' ' if link_layer else ''}port found")
+        checked = [p for p in ports if layer_ok(p)]
+        if expected_ports is None:
+            errors.append("no expected port count (name devices, or set the profile's rdma_ports)")
+        elif len(checked) < int(expected_ports):
+            other = [f"{p['ca']}/{p['port']} is {p.get('link_layer') or 'unknown'}"
+                     for p in ports if not layer_ok(p)]
+            what = f"{link_layer} ports" if link_layer else "ports"
+            problems.append(f"{len(checked)} of {expected_ports} {what}"
+                            + (f" ({', '.join(other)})" if other else ""))
+    if expected_rate_gbps is None:
+        errors.append("no expected port rate (set expected_rate_gbps or the profile's nic_rate_gbps)")
     for p in checked:
         label = f"{p['ca']}/{p['port']}"
+        if devices and not layer_ok(p):
+            problems.append(f"{label} link layer {p.get('link_layer') or 'unknown'}, expected {link_layer}")
+            continue
         phys = p.get("physical_state")
         if p["state"] != "Active" or (phys is not None and phys != "LinkUp"):
             problems.append(f"{label} {p['state']}/{phys}" if phys else f"{label} {p['state']}")
@@ -413,12 +485,16 @@ def rdma_ports_verdict(
             if rate is None:
                 errors.append(f"{label} rate not reported (ibv_devinfo needs -v)")
             elif rate < float(expected_rate_gbps):
-                problems.append(f"{label} rate {fmt_gbps(rate)} < {fmt_gbps(float(expected_rate_gbps))} Gb/s")
+                width = f" ({p['width']})" if p.get("width") else ""
+                problems.append(f"{label} rate {fmt_gbps(rate)} < {fmt_gbps(float(expected_rate_gbps))} Gb/s"
+                                + width)
     figures = {
         "ports": [{k: p.get(k) for k in ("ca", "port", "state", "physical_state", "rate_gbps", "link_layer")}
                   for p in checked],
         "active": sum(1 for p in checked if p["state"] == "Active"),
         "expected_rate_gbps": expected_rate_gbps,
+        "expected_ports": expected_ports,
+        "expected_link_layer": link_layer,
     }
     if problems:
         return verdict(FAIL, "rdma: " + ", ".join(problems), figures)
@@ -448,11 +524,15 @@ def _gpu_label(gpu: Mapping) -> str:
 
 def gpu_inventory_verdict(gpus: list[Mapping], expected_count: int | None = None,
                           expected_model: str | None = None) -> dict:
-    """Count and model. ``expected_model`` is a case-insensitive regex searched in each GPU's name."""
+    """Count and model. ``expected_model`` is a case-insensitive regex searched in each GPU's name.
+    Without an expected count the check is an ERROR (zero GPUs seen proves nothing either way)."""
     names = sorted({str(g.get("name", "")) for g in gpus})
-    figures = {"gpu_count": len(gpus), "gpu_models": names}
+    figures = {"gpu_count": len(gpus), "gpu_models": names, "gpu_expected_count": expected_count}
     checks = []
-    if expected_count is not None and len(gpus) != int(expected_count):
+    if expected_count is None:
+        checks.append(verdict(ERROR, f"gpu: {len(gpus)} GPUs seen, no expected count to judge against "
+                                     "(set expected_count or a profile with gpu_count)"))
+    elif len(gpus) != int(expected_count):
         checks.append(verdict(FAIL, f"gpu: {len(gpus)} GPUs, expected {expected_count}"))
     if expected_model:
         wrong = [g for g in gpus if not re.search(expected_model, str(g.get("name", "")), re.IGNORECASE)]
@@ -467,7 +547,8 @@ def gpu_health_verdict(gpus: list[Mapping], max_retired_pages: int = 60) -> dict
     """ECC (volatile uncorrectable), retired pages (pending, or too many DBE) and row remapping.
 
     Keys that a GPU lacks or holds ``None`` for (NVML said "not supported") are skipped and listed in
-    the figures as ``not_supported``.
+    the figures as ``not_supported``, except the ECC counter: unreadable on every GPU is an ERROR
+    (nothing to judge), on some GPUs only a FAIL naming them; no GPU at all is an ERROR.
     """
     problems: list[str] = []
     unsupported: set[str] = set()
@@ -491,48 +572,110 @@ def gpu_health_verdict(gpus: list[Mapping], max_retired_pages: int = 60) -> dict
         "ecc_uncorrected_volatile": {_gpu_label(g): g.get("ecc_uncorrected_volatile") for g in gpus},
         "not_supported": sorted(unsupported),
     }
+    no_ecc = [_gpu_label(g) for g in gpus if g.get("ecc_uncorrected_volatile") is None]
+    if gpus and no_ecc and len(no_ecc) < len(gpus):
+        problems.append(f"{', '.join(no_ecc)} ECC counters unreadable while the other GPUs report them")
     if problems:
         return verdict(FAIL, "gpu: " + ", ".join(problems), figures)
+    if not gpus:
+        return verdict(ERROR, "gpu: no GPU to read health figures from", figures)
+    if no_ecc:
+        return verdict(ERROR, "gpu: ECC counters not supported on any GPU (ECC off?); memory health "
+                              "cannot be judged", figures)
     return verdict(PASS, "", figures)
 
 
-def nvlink_verdict(gpus: list[Mapping], expected_per_gpu: int | None = None) -> dict:
+def nvlink_verdict(gpus: list[Mapping], expected_per_gpu: int | None = None,
+                   expected_gpus: int | None = None) -> dict:
     """NVLink links active. Each entry has ``index`` and ``links`` (``{link: speed or None}``, as from
     ``nvidia_smi.parse_nvlink_status``) or ``nvlinks_active`` / ``nvlinks_inactive`` (from NVML).
 
-    FAIL when a GPU has an inactive link, or fewer active links than ``expected_per_gpu``.
+    FAIL when a GPU has an inactive link, all links inactive, fewer active links than
+    ``expected_per_gpu`` (a GPU header with no link lines has none), or when fewer GPUs than
+    ``expected_gpus`` are reported (output cut after GPU5). ERROR when there is no expected
+    link count to judge against, or no GPU at all and no expected GPU count.
     """
+    figures = {"nvlinks_active": {}, "nvlinks_expected_per_gpu": expected_per_gpu}
+    if expected_per_gpu is None:
+        return verdict(ERROR, "nvlink: no expected link count per GPU (set expected_nvlinks or the "
+                              "profile's nvlinks_per_gpu)", figures)
+    expected_per_gpu = int(expected_per_gpu)
     problems = []
-    active_by_gpu = {}
+    if expected_gpus is not None and len(gpus) < int(expected_gpus):
+        seen = {g.get("index") for g in gpus}
+        absent = [f"GPU{i}" for i in range(int(expected_gpus)) if i not in seen]
+        problems.append(f"{', '.join(absent) or 'some GPUs'} not reported ({len(gpus)} of {expected_gpus} GPUs)")
+    elif not gpus:
+        return verdict(ERROR, "nvlink: no GPU in the output and no expected GPU count", figures)
     for g in gpus:
+        label = _gpu_label(g)
         if "links" in g:
             active = sum(1 for v in g["links"].values() if v)
             inactive = sorted(k for k, v in g["links"].items() if not v)
+            reported = bool(g["links"]) or bool(g.get("all_inactive"))
         else:
+            reported = g.get("nvlinks_active") is not None
             active, inactive = g.get("nvlinks_active") or 0, list(g.get("nvlinks_inactive") or [])
-        label = _gpu_label(g)
-        active_by_gpu[label] = active
-        if inactive:
+        figures["nvlinks_active"][label] = active
+        if expected_per_gpu == 0:
+            continue
+        if g.get("all_inactive"):
+            problems.append(f"{label} all links inactive")
+        elif inactive:
             problems.append(f"{label} link{'s' if len(inactive) > 1 else ''} "
                             f"{','.join(str(i) for i in inactive)} inactive")
-        elif expected_per_gpu is not None and active < int(expected_per_gpu):
+        elif not reported:
+            problems.append(f"{label} no NVLink reported (0/{expected_per_gpu})")
+        elif active < expected_per_gpu:
             problems.append(f"{label} {active}/{expected_per_gpu} links active")
-    figures = {"nvlinks_active": active_by_gpu, "nvlinks_expected_per_gpu": expected_per_gpu}
     if problems:
         return verdict(FAIL, "nvlink: " + ", ".join(problems), figures)
     return verdict(PASS, "", figures)
 
 
-def dcgm_verdict(parsed: Mapping) -> dict:
-    """``dcgmi diag``: any test that reports Fail is a FAIL; warnings are kept in the figures."""
+# Sections each ``dcgmi diag -r`` level runs (DCGM user guide, "Run Levels"): every one must be in the
+# output with at least one test that ran (not Skip).
+DCGM_LEVEL_SECTIONS = {
+    1: ("Deployment",),
+    2: ("Deployment", "Integration", "Hardware"),
+    3: ("Deployment", "Integration", "Hardware", "Stress"),
+    4: ("Deployment", "Integration", "Hardware", "Stress"),
+}
+
+
+def dcgm_verdict(parsed: Mapping, level: int | None = None) -> dict:
+    """``dcgmi diag`` (``dcgm.parse_dcgmi_diag``), failing closed.
+
+    * FAIL: any test (or any GPU of a test) says Fail; the reason names the test and the GPUs.
+    * ERROR: a result word that is not Pass/Fail/Warn/Skip (``Not Run``, empty, unknown), an
+      ``Error`` row, a section the ``level`` runs that is missing or has no test that ran (all Skip),
+      or no test that ran at all.
+    * PASS otherwise; warnings are kept in the figures.
+    """
     figures = {"dcgm_failed": list(parsed["failed"]), "dcgm_warned": list(parsed["warned"]),
-               "dcgm_version": parsed.get("metadata", {}).get("DCGM Version")}
+               "dcgm_version": parsed.get("metadata", {}).get("DCGM Version"), "dcgm_level": level}
     if parsed["failed"]:
-        detail = []
-        for t in parsed["tests"]:
-            if t["name"] in parsed["failed"]:
-                detail.append(f"{t['name']}" + (f" ({t['detail']})" if t["detail"] else ""))
+        detail = parsed.get("failed_detail") or parsed["failed"]
         return verdict(FAIL, "dcgm: failed " + ", ".join(detail), figures)
+    problems = []
+    for error in parsed.get("errors") or []:
+        problems.append(error[:100])
+    if parsed.get("unknown"):
+        problems.append("unknown result " + ", ".join(parsed["unknown"]))
+    ran = {t["section"] for t in parsed["tests"] if t["result"] in ("Pass", "Warn")}
+    wanted = DCGM_LEVEL_SECTIONS.get(int(level), ("Deployment",)) if level else ("Deployment",)
+    seen = set(parsed.get("sections") or {t["section"] for t in parsed["tests"]})
+    missing = [s for s in wanted if s not in seen]
+    if missing:
+        problems.append(f"level {level or '?'} output lacks the {', '.join(missing)} section"
+                        + ("s" if len(missing) > 1 else ""))
+    skipped = [s for s in wanted if s in seen and s not in ran]
+    if skipped:
+        problems.append(f"every {', '.join(skipped)} test skipped")
+    if not ran and not problems:
+        problems.append("no test ran (all Skip)")
+    if problems:
+        return verdict(ERROR, "dcgm: " + "; ".join(problems), figures)
     return verdict(PASS, "", figures)
 
 
@@ -566,7 +709,10 @@ def run_parsed(run_command, find_bin, argv, parse, name, timeout=None, environ_u
     ``run_command`` is ``AnsibleModule.run_command``; ``find_bin`` is ``AnsibleModule.get_bin_path``.
     A ``timeout`` wraps the command in coreutils ``timeout`` (rc 124/137 = timed out).
     Returns ``(parsed, error_verdict, rc, out, err)``; exactly one of ``parsed`` / ``error_verdict`` is
-    set. A parse error on a zero exit is an ERROR too: unparsable output is never a pass.
+    set. A parse error on a zero exit is an ERROR too: unparsable output is never a pass. A parser that
+    recognises a fault in place of results (``FaultSeen``, e.g. the driver is not loaded) gives a FAIL.
+    A non-zero exit with parseable output returns the parsed result: judge it, then pass the verdict
+    through :func:`exit_checked`.
     """
     resolved = resolve_argv(argv, find_bin)
     if resolved is None:
@@ -582,6 +728,8 @@ def run_parsed(run_command, find_bin, argv, parse, name, timeout=None, environ_u
     text = out + ("\n" + err if parse_stderr and err else "")
     try:
         parsed = parse(text)
+    except FaultSeen as exc:
+        return None, verdict(FAIL, f"{name}: {exc}"), rc, out, err
     except ParseError as exc:
         if rc != 0:
             last = (tail(err, 1) or tail(out, 1) or [""])[0][:120]
@@ -590,3 +738,20 @@ def run_parsed(run_command, find_bin, argv, parse, name, timeout=None, environ_u
             reason = f"{name}: {exc}"
         return None, verdict(ERROR, reason), rc, out, err
     return parsed, None, rc, out, err
+
+
+def exit_checked(result: Mapping, rc, name: str) -> dict:
+    """A verdict judged from a command's output, held to the command's exit status.
+
+    PASS needs the tool to have exited 0: a PASS reading with a non-zero exit (``dcgmi`` 226, ``srun``
+    1 after a full NCCL table, ``ibstat`` 255) is an ERROR. A FAIL stays a FAIL (the output proved the
+    fault); the exit status is added to the figures either way.
+    """
+    out = verdict(result["verdict"], result.get("reason", ""), result.get("figures"))
+    out["figures"]["rc"] = rc
+    if rc in (0, None) or out["verdict"] == FAIL:
+        return out
+    reason = f"{name}: exit {rc} although the output reads as a pass"
+    if out["verdict"] == ERROR:
+        reason = f"{out['reason']}; {reason}"
+    return verdict(ERROR, reason, out["figures"])

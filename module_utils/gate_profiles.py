@@ -5,8 +5,12 @@ Each profile has a ``match`` (``gpu_model``: a case-insensitive regex searched i
 
 * ``gpu_count``, ``nvlinks_per_gpu``             -> gpu_gate
 * ``nic_rate_gbps``, ``ib_write_bw_min_gbps``    -> rdma_gate (port rate, pairwise ib_write_bw, Gb/s)
+* ``rdma_ports``, ``link_layer``                 -> rdma_gate (how many fabric ports on which layer)
 * ``nccl_single_min_busbw_gbps``,
   ``nccl_pair_min_busbw_gbps``, ``nccl_min_size`` -> nccl_gate (GB/s of out-of-place busbw at large sizes)
+
+A key set to None means "no expectation": the check that needs it is an ERROR (gates fail closed),
+until the site sets it.
 
 The shipped figures are about 80 % of a published good run on that hardware (``source`` says which;
 the runs are the captures in ``../shared/fixtures``). They are a starting point: a site measures its
@@ -28,6 +32,8 @@ DEFAULT_PROFILES = {
         "gpu_count": 8,
         "nvlinks_per_gpu": 12,
         "nic_rate_gbps": 200,
+        "rdma_ports": 8,
+        "link_layer": "InfiniBand",
         "ib_write_bw_min_gbps": 180.0,
         "nccl_single_min_busbw_gbps": 185.0,
         "nccl_pair_min_busbw_gbps": 150.0,
@@ -39,6 +45,8 @@ DEFAULT_PROFILES = {
         "gpu_count": 8,
         "nvlinks_per_gpu": 18,
         "nic_rate_gbps": 400,
+        "rdma_ports": 8,
+        "link_layer": "InfiniBand",
         "ib_write_bw_min_gbps": 360.0,
         "nccl_single_min_busbw_gbps": 360.0,
         "nccl_pair_min_busbw_gbps": 370.0,
@@ -50,6 +58,8 @@ DEFAULT_PROFILES = {
         "gpu_count": 4,
         "nvlinks_per_gpu": None,
         "nic_rate_gbps": 200,
+        "rdma_ports": None,
+        "link_layer": None,
         "ib_write_bw_min_gbps": None,
         "nccl_single_min_busbw_gbps": None,
         "nccl_pair_min_busbw_gbps": 98.0,

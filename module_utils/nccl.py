@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import re
 
-from ansible.module_utils.gate import ParseError
+from ansible.module_utils.gate import ParseError, count, finite
 
 # srun --label ("0: ") and some launchers ("[0] ") prefix every line with the rank.
 _RANK_PREFIX = re.compile(r"^\s*(?:\[\d+\]\s+|\d+:\s+)")
 _AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _RANK_RE = re.compile(r"#\s*Rank\s+(\d+)\s.*?\son\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.*)$")
-_OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\S*)")
+_OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(\S+)\s*(\S*)")
+_BITWISE_RE = re.compile(r"^#?\s*Bitwise mismatches\s*:\s*(\S+)\s*(\S*)")
+# Lines that report a fault once the table started: an NCCL warning, nccl-tests' own error lines.
+_FAULT_RE = re.compile(r"\bNCCL WARN\b|^#\s*error\b|\bTest (?:NCCL |CUDA )?failure\b", re.IGNORECASE)
 
 
 def _strip_prefix(line: str) -> str:
@@ -46,10 +49,18 @@ def _layout_from_header(tokens: list[str]) -> dict | None:
 
 
 def _number(text: str, what: str, lineno: int):
+    """A finite float; ``nan``, ``inf`` and words are a ParseError naming the line."""
     try:
-        return float(text)
-    except ValueError:
-        raise ParseError(f"line {lineno}: {what} {text!r} is not a number") from None
+        return finite(text, what)
+    except ParseError as exc:
+        raise ParseError(f"all_reduce_perf: line {lineno}: {exc}") from None
+
+
+def _count(text: str, what: str, lineno: int) -> int:
+    try:
+        return count(text, what)
+    except ParseError as exc:
+        raise ParseError(f"all_reduce_perf: line {lineno}: {exc}") from None
 
 
 def parse_all_reduce_perf(text: str) -> dict:
@@ -61,8 +72,11 @@ def parse_all_reduce_perf(text: str) -> dict:
     Returns ``{"format", "rows": [{"size", "count", "type", "redop", "out_of_place": {"time",
     "algbw", "busbw", "wrong"|"error"}, "in_place": {...}}], "avg_busbw", "out_of_bounds",
     "out_of_bounds_ok", "wrong", "devices": [{"rank", "host", "device", "name"}]}``. ``wrong`` is the
-    sum of ``#wrong`` over all rows (current) or the out-of-bounds count (legacy); ``None`` when
-    validation was off (``N/A``).
+    sum of the ``#wrong`` cells that hold a number (current) or the out-of-bounds count (legacy), plus
+    any ``Bitwise mismatches``; ``None`` when no cell was checked (``-c 0``: every cell ``N/A``).
+    ``unchecked`` counts the ``N/A`` cells; ``faults`` keeps the ``NCCL WARN`` / ``# error`` /
+    ``Test failure`` lines seen once the table started. Every number must be finite: ``nan``/``inf``
+    or a word in a number column raises ParseError.
     """
     if not text or not text.strip():
         raise ParseError("all_reduce_perf: empty output")
@@ -72,17 +86,26 @@ def parse_all_reduce_perf(text: str) -> dict:
     oob = None
     oob_ok = None
     devices = []
+    bitwise = None
+    faults: list[str] = []
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = _strip_prefix(raw).rstrip()
         if not line.strip():
             continue
         stripped = line.strip()
+        if layout is not None and _FAULT_RE.search(stripped):
+            faults.append(stripped[:120])
+            continue
+        if m := _BITWISE_RE.match(stripped):
+            mismatches = _count(m.group(1), "Bitwise mismatches", lineno)
+            bitwise = (bitwise or 0) + (mismatches or (1 if m.group(2).upper() == "FAILED" else 0))
+            continue
         if stripped.startswith("#"):
             if m := _AVG_RE.match(stripped):
                 avg = _number(m.group(1), "Avg bus bandwidth", lineno)
                 continue
             if m := _OOB_RE.match(stripped):
-                oob, oob_ok = int(m.group(1)), m.group(2).upper() != "FAILED"
+                oob, oob_ok = _count(m.group(1), "Out of bounds values", lineno), m.group(2).upper() != "FAILED"
                 continue
             if m := _RANK_RE.match(stripped):
                 devices.append({"rank": int(m.group(1)), "host": m.group(2), "device": int(m.group(3)),
@@ -102,7 +125,8 @@ def parse_all_reduce_perf(text: str) -> dict:
                 f"all_reduce_perf: line {lineno} has {len(tokens)} columns, the header has {layout['ncols']}"
                 " (truncated or mixed output)"
             )
-        row = {"size": int(tokens[0]), "count": int(tokens[1]), "type": tokens[2], "redop": tokens[3]}
+        row = {"size": _count(tokens[0], "size", lineno), "count": _count(tokens[1], "count", lineno),
+               "type": tokens[2], "redop": tokens[3]}
         for placement, start, check in layout["blocks"]:
             block = {
                 "time": _number(tokens[start], "time", lineno),
@@ -111,10 +135,14 @@ def parse_all_reduce_perf(text: str) -> dict:
             }
             value = tokens[start + 3]
             if check == "wrong":
-                block["wrong"] = None if value.upper() == "N/A" else int(_number(value, "#wrong", lineno))
+                block["wrong"] = None if value.upper() == "N/A" else _count(value, "#wrong", lineno)
             else:
                 block["error"] = None if value.upper() == "N/A" else _number(value, "error", lineno)
             row[placement] = block
+        key = (row["type"], row["redop"])
+        if any((r["type"], r["redop"]) == key and r["size"] >= row["size"] for r in rows):
+            raise ParseError(f"all_reduce_perf: line {lineno}: size {row['size']} {key[0]} {key[1]} repeats or "
+                             "goes backwards (duplicated or mixed output)")
         rows.append(row)
     if layout is None:
         raise ParseError("all_reduce_perf: no result table header (not nccl-tests output?)")
@@ -124,14 +152,24 @@ def parse_all_reduce_perf(text: str) -> dict:
         raise ParseError(
             f"all_reduce_perf: no 'Avg bus bandwidth' line after {len(rows)} rows (truncated?)"
         )
+    if oob is None:
+        raise ParseError("all_reduce_perf: no 'Out of bounds values' line after the table (truncated?)")
+    unchecked = 0
     if layout["format"] == "current":
         counts = [r[p]["wrong"] for r in rows for p in ("out_of_place", "in_place")]
-        wrong = None if any(c is None for c in counts) else sum(counts)
+        known = [c for c in counts if c is not None]
+        unchecked = len(counts) - len(known)
+        wrong = sum(known) if known else None
     else:
         wrong = oob
     if oob_ok is False and not wrong:
         wrong = oob or 1
+    if bitwise:
+        wrong = (wrong or 0) + bitwise
     return {
+        "unchecked": unchecked,
+        "bitwise_mismatches": bitwise,
+        "faults": faults,
         "format": layout["format"],
         "rows": rows,
         "avg_busbw": avg,

@@ -4,21 +4,44 @@ from __future__ import annotations
 
 import re
 
-from ansible.module_utils.gate import ParseError
+from ansible.module_utils.gate import FaultSeen, ParseError, finite
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _GPU_RE = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]+)\)\s*$")
 _LINK_RE = re.compile(r"^Link (\d+): (.+)$")
+_SPEED_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*GB/s$")
+_ALL_INACTIVE = "Unable to retrieve NVLink information as all links are inactive"
+# What nvidia-smi prints (exit 9) on a node whose kernel driver is not loaded.
+_NO_DRIVER_RE = re.compile(r"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver")
+
+
+def driver_failure(text: str) -> str | None:
+    """The first line of nvidia-smi's "couldn't communicate with the NVIDIA driver" message, or None."""
+    for line in (text or "").splitlines():
+        if _NO_DRIVER_RE.search(line):
+            return line.strip()
+    return None
+
+
+def check_driver(text: str) -> None:
+    """Raise FaultSeen ("driver not loaded") when nvidia-smi says it cannot reach the driver."""
+    line = driver_failure(text)
+    if line:
+        raise FaultSeen(f"driver not loaded ({line[:90]})")
 
 
 def parse_nvlink_status(text: str) -> list[dict]:
     """Parse ``nvidia-smi nvlink -s`` (``--status``).
 
     Returns one dict per GPU: ``{"index", "name", "uuid", "links": {link: GB/s or None}, "active",
-    "inactive": [link numbers]}``. A link printed as ``<inactive>`` (or anything that is not a
-    speed) counts as inactive. A GPU header without any link line is kept with no links (NVLink-less
-    parts print only the header); a foreign or empty text raises ParseError.
+    "inactive": [link numbers], "all_inactive"}``. A link printed as ``<inactive>`` is inactive; any
+    other text that is not a speed (``1.2.3 GB/s``) raises ParseError. ``Unable to retrieve NVLink
+    information as all links are inactive`` under a GPU sets ``all_inactive``. A GPU header without
+    any link line is kept with no links (the verdict judges it against the expected count); a foreign
+    or empty text raises ParseError, and nvidia-smi's "couldn't communicate with the NVIDIA driver"
+    raises FaultSeen (driver not loaded: a FAIL).
     """
+    check_driver(text)
     if not text or not text.strip():
         raise ParseError("nvidia-smi nvlink -s: empty output")
     gpus: list[dict] = []
@@ -27,13 +50,32 @@ def parse_nvlink_status(text: str) -> list[dict]:
         if not line:
             continue
         if m := _GPU_RE.match(line):
-            gpus.append({"index": int(m.group(1)), "name": m.group(2), "uuid": m.group(3), "links": {}})
+            if any(g["index"] == int(m.group(1)) for g in gpus):
+                raise ParseError(f"nvidia-smi nvlink -s: GPU {m.group(1)} printed twice")
+            gpus.append({"index": int(m.group(1)), "name": m.group(2), "uuid": m.group(3), "links": {},
+                         "all_inactive": False})
+            continue
+        if line == _ALL_INACTIVE:
+            if not gpus or gpus[-1]["links"]:
+                raise ParseError("nvidia-smi nvlink -s: 'all links are inactive' not right after a GPU line")
+            gpus[-1]["all_inactive"] = True
             continue
         if m := _LINK_RE.match(line):
             if not gpus:
                 raise ParseError("nvidia-smi nvlink -s: link line before any GPU line")
-            speed = re.match(r"^([\d.]+)\s*GB/s$", m.group(2).strip())
-            gpus[-1]["links"][int(m.group(1))] = float(speed.group(1)) if speed else None
+            if gpus[-1]["all_inactive"]:
+                raise ParseError(f"nvidia-smi nvlink -s: GPU{gpus[-1]['index']} has link lines after "
+                                 "'all links are inactive'")
+            link, value = int(m.group(1)), m.group(2).strip()
+            if link in gpus[-1]["links"]:
+                raise ParseError(f"nvidia-smi nvlink -s: GPU{gpus[-1]['index']} link {link} printed twice")
+            if speed := _SPEED_RE.match(value):
+                gpus[-1]["links"][link] = finite(speed.group(1), f"GPU{gpus[-1]['index']} link {link} speed")
+            elif value == "<inactive>":
+                gpus[-1]["links"][link] = None
+            else:
+                raise ParseError(f"nvidia-smi nvlink -s: GPU{gpus[-1]['index']} link {link}: {value[:40]!r} "
+                                 "is neither a speed nor <inactive>")
             continue
         raise ParseError(f"nvidia-smi nvlink -s: unexpected line {line[:60]!r}")
     if not gpus:
@@ -52,6 +94,7 @@ def parse_topo_matrix(text: str) -> dict:
     "nvlink_counts": {gpu: {gpu: 18}}}``. The matrix must be square: a row with fewer cells than the
     header has devices is a truncated capture.
     """
+    check_driver(text)
     if not text or not text.strip():
         raise ParseError("nvidia-smi topo -m: empty output")
     lines = [_ANSI.sub("", raw).rstrip() for raw in text.splitlines()]

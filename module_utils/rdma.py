@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ansible.module_utils.gate import ParseError
+from ansible.module_utils.gate import ParseError, count, finite
 
 _STATE = {"PORT_ACTIVE": "Active", "PORT_DOWN": "Down", "PORT_INIT": "Initializing",
           "PORT_ARMED": "Armed", "PORT_ACTIVE_DEFER": "ActiveDefer", "PORT_NOP": "Nop"}
@@ -32,7 +32,8 @@ def _port_complete(port: dict, tool: str) -> None:
 
 def parse_ibstat(text: str) -> list[dict]:
     """Parse ``ibstat`` (tabs or spaces). Every port must carry State, Physical state and Rate, and
-    every CA as many ports as its ``Number of ports`` line says."""
+    every CA a ``Number of ports`` line and as many ports as it says (a CA block cut short, or a
+    malformed count such as ``two``, raises ParseError)."""
     if not text or not text.strip():
         raise ParseError("ibstat: empty output")
     ports: list[dict] = []
@@ -57,7 +58,7 @@ def parse_ibstat(text: str) -> list[dict]:
         key, _, value = (part.strip() for part in line.partition(":"))
         if port is None:
             if key == "Number of ports":
-                ca["nports"] = int(value)
+                ca["nports"] = count(value, f"ibstat: {ca['ca']} Number of ports")
             elif key == "CA type":
                 ca["ca_type"] = value
             elif key == "Firmware version":
@@ -68,16 +69,15 @@ def parse_ibstat(text: str) -> list[dict]:
         elif key == "Physical state":
             port["physical_state"] = value
         elif key == "Rate":
-            try:
-                port["rate_gbps"] = float(value)
-            except ValueError:
-                raise ParseError(f"ibstat: {port['ca']} port {port['port']} rate {value!r}") from None
+            port["rate_gbps"] = finite(value, f"ibstat: {port['ca']} port {port['port']} rate")
         elif key == "Link layer":
             port["link_layer"] = value
     if not cas:
         raise ParseError("ibstat: no \"CA '<name>'\" block (not ibstat output?)")
     for ca in cas:
-        if ca["nports"] is not None and ca["seen"] != ca["nports"]:
+        if ca["nports"] is None:
+            raise ParseError(f"ibstat: {ca['ca']} has no 'Number of ports' line (truncated?)")
+        if ca["seen"] != ca["nports"]:
             raise ParseError(f"ibstat: {ca['ca']} declares {ca['nports']} ports, output has {ca['seen']} "
                              "(truncated?)")
         if not ca["seen"]:
@@ -96,11 +96,11 @@ def _rate(width: str | None, speed: str | None) -> float | None:
     """``4X (2)`` x ``50.0 Gbps (64)`` -> 200.0."""
     if not width or not speed:
         return None
-    w = re.match(r"^(\d+)X", width)
-    s = re.match(r"^([\d.]+)\s*Gbps", speed)
+    w = re.match(r"^(\d+)X\b", width)
+    s = re.match(r"^(\d+(?:\.\d+)?)\s*Gbps\b", speed)
     if not (w and s):
-        return None
-    return round(int(w.group(1)) * float(s.group(1)), 1)
+        raise ParseError(f"ibv_devinfo: active_width {width!r} x active_speed {speed!r} is not a rate")
+    return round(int(w.group(1)) * finite(s.group(1), "ibv_devinfo: active_speed"), 1)
 
 
 def parse_ibv_devinfo(text: str) -> list[dict]:
@@ -130,7 +130,7 @@ def parse_ibv_devinfo(text: str) -> list[dict]:
             continue
         if port is None:
             if key == "phys_port_cnt":
-                dev["nports"] = int(value)
+                dev["nports"] = count(value, f"ibv_devinfo: {dev['ca']} phys_port_cnt")
             elif key == "fw_ver":
                 dev["fw_ver"] = value
             continue
@@ -147,13 +147,17 @@ def parse_ibv_devinfo(text: str) -> list[dict]:
     if not devices:
         raise ParseError("ibv_devinfo: no 'hca_id:' line (not ibv_devinfo output?)")
     for dev in devices:
-        if dev["nports"] is not None and dev["seen"] != dev["nports"]:
+        if dev["nports"] is None:
+            raise ParseError(f"ibv_devinfo: {dev['ca']} has no 'phys_port_cnt' line (truncated?)")
+        if dev["seen"] != dev["nports"]:
             raise ParseError(f"ibv_devinfo: {dev['ca']} declares {dev['nports']} ports, output has "
                              f"{dev['seen']} (truncated?)")
         if not dev["seen"]:
             raise ParseError(f"ibv_devinfo: {dev['ca']} has no port block (truncated?)")
     for p in ports:
-        p["rate_gbps"] = _rate(p.pop("_width"), p.pop("_speed"))
+        width = p.pop("_width")
+        p["width"] = re.sub(r"\s*\(\d+\)$", "", width).strip() if width else None
+        p["rate_gbps"] = _rate(width, p.pop("_speed"))
         _port_complete(p, "ibv_devinfo")
     return ports
 

@@ -193,7 +193,8 @@ def test_named_profile_must_exist():
 
 
 def test_every_shipped_profile_has_the_threshold_keys():
-    keys = {"match", "gpu_count", "nvlinks_per_gpu", "nic_rate_gbps", "ib_write_bw_min_gbps",
+    keys = {"match", "gpu_count", "nvlinks_per_gpu", "nic_rate_gbps", "rdma_ports", "link_layer",
+            "ib_write_bw_min_gbps",
             "nccl_single_min_busbw_gbps", "nccl_pair_min_busbw_gbps", "nccl_min_size", "source"}
     for name, profile in DEFAULT_PROFILES.items():
         assert set(profile) == keys, name
@@ -229,7 +230,8 @@ def test_rate_unknown_to_ibv_devinfo_is_an_error_not_a_pass(capture):
     ports = parse_ibv_devinfo(capture("ibv_devinfo_two_connectx3_hcas_port2_down.txt"))
     result = gate.rdma_ports_verdict(ports, ["mlx4_0:1", "mlx4_1:1"], 40)
     assert result["verdict"] == ERROR and "needs -v" in result["reason"]
-    assert gate.rdma_ports_verdict(ports, ["mlx4_0:1", "mlx4_1:1"])["verdict"] == PASS
+    no_rate = gate.rdma_ports_verdict(ports, ["mlx4_0:1", "mlx4_1:1"])
+    assert no_rate["verdict"] == ERROR and "no expected port rate" in no_rate["reason"]
 
 
 def test_ib_write_bw_against_threshold(capture):
@@ -273,7 +275,7 @@ def test_nvlink_from_nvidia_smi_against_expected_count(capture):
 def test_inactive_nvlink_fails(capture):
     text = capture("nvidia_smi_nvlink_status_good_a100_azure.txt")
     text = text.replace("Link 5: 25 GB/s", "Link 5: <inactive>")
-    assert gate.nvlink_verdict(parse_nvlink_status(text))["reason"] == "nvlink: GPU7 link 5 inactive"
+    assert gate.nvlink_verdict(parse_nvlink_status(text), 12)["reason"] == "nvlink: GPU7 link 5 inactive"
 
 
 def test_dcgm_pass_and_fail(capture):
@@ -281,7 +283,7 @@ def test_dcgm_pass_and_fail(capture):
     assert gate.dcgm_verdict(parse_dcgmi_diag(text))["verdict"] == PASS
     bad = text.replace("| Pass - All                                     |\n+-----  Hardware",
                        "| Fail - GPU: 2                                  |\n+-----  Hardware")
-    assert gate.dcgm_verdict(parse_dcgmi_diag(bad))["reason"] == "dcgm: failed PCIe (GPU: 2)"
+    assert gate.dcgm_verdict(parse_dcgmi_diag(bad))["reason"] == "dcgm: failed PCIe (GPU2)"
 
 
 # ---------------------------------------------------------------------------------- pair blame

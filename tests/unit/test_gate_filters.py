@@ -131,7 +131,7 @@ def test_a_second_run_on_a_node_already_drained_by_the_same_gate_changes_nothing
 
 
 def test_pass_resumes_only_drains_of_ours_for_this_pool():
-    passed = {n: gate_verdict([]) for n in ("held", "gated", "admin", "moved", "idle")}
+    passed = {n: gate_verdict([gate_row(NCCL_PASS, "nccl", n)]) for n in ("held", "gated", "admin", "moved", "idle")}
     views = _views(held=HOLD, gated="gpufleet:gate,to=slurm,run=r1,nccl:x", admin="replacing a fan",
                    moved="gpufleet:move,to=k8s,run=r1,left_slurm", idle=None)
     assert [a["node"] for a in gate_slurm_actions(passed, views, "r2")] == ["gated", "held"]

@@ -225,7 +225,8 @@ def test_rdma_named_port_at_profile_rate_passes(run, capture):
 
 def test_rdma_pairwise_ib_write_bw_against_threshold(run, capture):
     replies = {"ibstat": (0, capture(IBSTAT), ""), "ib_write_bw": (0, capture(WRITE_BW), "")}
-    args = {"devices": ["mlx5_0"], "ib_write_bw_command": ["ib_write_bw", "-d", "mlx5_0", "peer"]}
+    args = {"devices": ["mlx5_0"], "expected_rate_gbps": 200,
+            "ib_write_bw_command": ["ib_write_bw", "-d", "mlx5_0", "peer"]}
     passed = run(rdma_gate, {**args, "min_ib_write_bw_gbps": 90}, replies)
     assert passed["verdict"] == "PASS" and passed["figures"]["ib_write_bw_gbps"] == 92.4
     failed = run(rdma_gate, {**args, "min_ib_write_bw_gbps": 95}, replies)
@@ -251,9 +252,10 @@ def test_rdma_missing_ibstat_is_an_error(run):
 
 
 def test_rdma_ibv_devinfo_runs_verbose(run, capture):
-    result = run(rdma_gate, {"tool": "ibv_devinfo", "devices": ["mlx4_0:1"]},
+    result = run(rdma_gate, {"tool": "ibv_devinfo", "devices": ["mlx4_0:1"], "expected_rate_gbps": 40},
                  {"ibv_devinfo": (0, capture("ibv_devinfo_two_connectx3_hcas_port2_down.txt"), "")})
-    assert result["verdict"] == "PASS"
+    # The capture was taken without -v: no rate, so the port cannot be judged against 40 Gb/s.
+    assert result["verdict"] == "ERROR" and "needs -v" in result["reason"]
     assert result["_calls"][0]["args"][4:] == ["/usr/bin/ibv_devinfo", "-v"]
 
 
@@ -351,8 +353,8 @@ def test_gpu_gate_precomputed_gpus_drive_inventory_without_nvml(run, monkeypatch
 
 def test_gpu_gate_nvlink_from_nvidia_smi_output(run, capture):
     replies = {"nvidia-smi": (0, capture(NVLINK), "")}
-    assert run(gpu_gate, {"checks": ["nvlink"], "nvlink_source": "nvidia_smi", "profile": "a100_sxm_x8"},
-               replies)["verdict"] == "PASS"
+    assert run(gpu_gate, {"checks": ["nvlink"], "nvlink_source": "nvidia_smi", "profile": "a100_sxm_x8",
+                          "expected_count": 1}, replies)["verdict"] == "PASS"
     args = {"checks": ["nvlink"], "nvlink_source": "nvidia_smi", "expected_nvlinks": 18}
     result = run(gpu_gate, args, replies)
     assert result["reason"] == "nvlink: GPU7 12/18 links active"
@@ -366,9 +368,9 @@ def test_gpu_gate_dcgm_runs_when_dcgmi_is_present(run, capture):
 
 def test_gpu_gate_missing_dcgmi_skips_or_errors_as_asked(run):
     bins = {"timeout": "/usr/bin/timeout"}
-    skipped = run(gpu_gate, {"checks": ["dcgm"]}, bins=bins)
+    skipped = run(gpu_gate, {"checks": ["dcgm"], "dcgm_required": False}, bins=bins)
     assert skipped["verdict"] == "ERROR" and skipped["reason"] == "gpu: no check ran (dcgm: dcgmi not found)"
-    required = run(gpu_gate, {"checks": ["dcgm"], "dcgm_required": True}, bins=bins)
+    required = run(gpu_gate, {"checks": ["dcgm"]}, bins=bins)
     assert required["verdict"] == "ERROR" and required["reason"] == "dcgm: dcgmi not found"
 
 
