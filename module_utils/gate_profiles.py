@@ -9,7 +9,7 @@ Each profile has a ``match`` (``gpu_model``: a case-insensitive regex searched i
   ``nccl_pair_min_busbw_gbps``, ``nccl_min_size`` -> nccl_gate (GB/s of out-of-place busbw at large sizes)
 
 The shipped figures are about 80 % of a published good run on that hardware (``source`` says which;
-the runs are the captures in ``../shared/fixtures``). They are a starting point: a site measures its
+the runs are the captures in ``tests/fixtures``). They are a starting point: a site measures its
 own acceptance run and overrides them. Sites override through the modules' ``profiles`` parameter
 (the gate role passes inventory data there): a profile of the same name is merged key by key, a new
 name is added. Example ``group_vars``::

@@ -107,7 +107,7 @@ RESTART_KEYS = {
 # NodeName parameters that describe the node's hardware or how slurmd registers; changing
 # them on Slurm < 23.11 needs slurmctld and the slurmd restarted, or the node registers
 # with a mismatch and is drained ("gres/gpu count reported lower than configured",
-# ../shared/fixtures/slurm_sinfo_R_gres_gpu_count_reported_lower.txt; stackhpc
+# tests/fixtures/slurm_sinfo_R_gres_gpu_count_reported_lower.txt; stackhpc
 # ansible-role-openhpc#199 "CoreSpec differ" after a CPUSpecList change).
 NODE_RESTART_KEYS = frozenset(
     k.lower()
