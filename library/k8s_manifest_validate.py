@@ -21,8 +21,8 @@ author:
 options:
   src:
     description:
-      - Manifest files or directories (searched recursively for C(.yaml), C(.yml), C(.json)) on the host
-        the module runs on. Every YAML document in them is validated.
+      - Manifest files or directories (searched recursively for C(.yaml), C(.yml), C(.json), each also
+        gzip-compressed as C(.gz)) on the host the module runs on. Every YAML document in them is validated.
     type: list
     elements: path
     default: []
@@ -36,8 +36,10 @@ options:
     default: []
   crd_paths:
     description:
-      - Files or directories holding CustomResourceDefinition manifests whose schemas validate custom
-        resources. A custom resource whose group is unknown and that is not a core kind fails.
+      - Files or directories holding CustomResourceDefinition manifests (plain or C(.gz)) whose schemas
+        validate custom resources. A custom resource whose group is unknown and that is not a core kind fails.
+      - gpufleet keeps the CRDs of the pinned add-on versions in C(files/crds/<component>/<version>/).
+      - Two files that define the same kind are an error (two versions of one add-on in the paths).
     type: list
     elements: path
     default: []
@@ -92,14 +94,14 @@ EXAMPLES = r"""
     src:
       - jobs/
     crd_paths:
-      - /opt/gpufleet/shared/crds/kuberay
-      - /opt/gpufleet/shared/crds/volcano
+      - /opt/gpufleet/files/crds/kuberay/1.7.0
+      - /opt/gpufleet/files/crds/volcano/1.15.1
   delegate_to: localhost
 
 - name: Validate rendered Kueue objects and check the quota follows the pool
   k8s_manifest_validate:
     content: "{{ lookup('ansible.builtin.template', 'kueue/resources.yaml.j2') }}"
-    crd_paths: ["{{ playbook_dir }}/../../shared/crds/kueue"]
+    crd_paths: ["{{ playbook_dir }}/../files/crds/kueue/0.19.2"]
     gpu_quota:
       expected: 8
       clusterqueue: gpu-pool
@@ -157,6 +159,7 @@ from ansible.module_utils.k8s_schema import (
     HAS_YAML,
     load_crds,
     load_yaml_documents,
+    read_text,
     validate_documents,
     validate_values,
     yaml_files,
@@ -171,8 +174,7 @@ def run(params):
     all_docs = []
     results = []
     for path in yaml_files(params["src"]):
-        with open(path, encoding="utf-8") as handle:
-            docs = load_yaml_documents(handle.read(), path)
+        docs = load_yaml_documents(read_text(path), path)
         all_docs.extend(docs)
         results.extend(validate_documents(docs, registry, version, strict, source=path))
     if params["content"]:

@@ -13,7 +13,7 @@ A key set to None means "no expectation": the check that needs it is an ERROR (g
 until the site sets it.
 
 The shipped figures are about 80 % of a published good run on that hardware (``source`` says which;
-the runs are the captures in ``../shared/fixtures``). They are a starting point: a site measures its
+the runs are the captures in ``tests/fixtures``). They are a starting point: a site measures its
 own acceptance run and overrides them. Sites override through the modules' ``profiles`` parameter
 (the gate role passes inventory data there): a profile of the same name is merged key by key, a new
 name is added. Example ``group_vars``::

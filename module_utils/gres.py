@@ -7,7 +7,7 @@ Two ways to tell slurmd about GPUs (gres.conf(5)):
 * ``AutoDetect=nvml``: slurmd asks NVML itself; only where Slurm was built with the
   gpu_nvml plugin (Debian/Ubuntu's Slurm is not: with AutoDetect=nvml it falls back to
   gpu/generic, finds 0 GPUs and the node drains with "gres/gpu count reported lower than
-  configured", ../shared/fixtures/slurm_sinfo_R_gres_gpu_count_reported_lower.txt).
+  configured", tests/fixtures/slurm_sinfo_R_gres_gpu_count_reported_lower.txt).
 * explicit lines, one per GPU, generated here:
   ``Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-31 Links=-1,18,...``.
 

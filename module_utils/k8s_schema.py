@@ -3,7 +3,8 @@
 Pure functions, shared by the ``k8s_manifest_validate`` module, the ``k8s`` filters and the unit tests.
 
 * Custom resources are checked against the ``openAPIV3Schema`` of the CRDs found in a set of
-  directories (``../shared/crds`` in this project), converted to a strict JSON Schema: fields that the
+  files and directories (``files/crds/<component>/<version>/`` in this project, gzip-compressed
+  upstream files), converted to a strict JSON Schema: fields that the
   schema does not list are rejected unless the schema says ``x-kubernetes-preserve-unknown-fields``.
 * Core kinds are checked with ``kubernetes-validate`` in its strict mode.
 * Nulls are dropped before validation, as the API server prunes them.
@@ -12,6 +13,7 @@ Nothing here evaluates CEL rules (``x-kubernetes-validations``) or admission web
 """
 
 import copy
+import gzip
 import importlib.util
 import os
 
@@ -98,15 +100,17 @@ def load_yaml_documents(text, source="<string>"):
         raise ValueError(f"{source}: not valid YAML: {exc}") from exc
 
 
+# Manifest and CRD files, plain or gzip-compressed (the in-repository CRDs are stored as .yaml.gz).
+YAML_SUFFIXES = (".yaml", ".yml", ".json", ".yaml.gz", ".yml.gz", ".json.gz")
+
+
 def yaml_files(paths):
-    """Expand files and directories (recursively) into a sorted list of .yaml/.yml/.json files."""
+    """Expand files and directories (recursively) into a sorted list of YAML/JSON files (plain or .gz)."""
     found = []
     for path in paths:
         if os.path.isdir(path):
             for root, _dirs, files in os.walk(path):
-                found.extend(
-                    os.path.join(root, name) for name in files if name.endswith((".yaml", ".yml", ".json"))
-                )
+                found.extend(os.path.join(root, name) for name in files if name.endswith(YAML_SUFFIXES))
         elif os.path.isfile(path):
             found.append(path)
         else:
@@ -114,16 +118,35 @@ def yaml_files(paths):
     return sorted(found)
 
 
+def read_text(path):
+    """The text of a manifest or CRD file; a ``.gz`` file is decompressed."""
+    if path.endswith(".gz"):
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                return handle.read()
+        except (OSError, EOFError) as exc:
+            raise ValueError(f"{path}: not a readable gzip file: {exc}") from exc
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
 def load_crds(paths, strict=True):
-    """Build a CrdRegistry from every CustomResourceDefinition under ``paths``."""
+    """Build a CrdRegistry from every CustomResourceDefinition under ``paths``.
+
+    A kind defined by two different files is an error: two versions of one add-on's CRDs in the
+    same paths would otherwise validate against whichever file sorts last.
+    """
     registry = CrdRegistry()
     for path in yaml_files(paths):
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        text = read_text(path)
         if "CustomResourceDefinition" not in text:
             continue
         for doc in load_yaml_documents(text, path):
             if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                spec = doc.get("spec") or {}
+                key = (spec.get("group"), (spec.get("names") or {}).get("kind"))
+                if key in registry.sources and registry.sources[key] != path:
+                    raise ValueError(f"{path}: {key[1]}.{key[0]} is already defined by {registry.sources[key]}")
                 registry.add_crd(doc, source=path, strict=strict)
     return registry
 

@@ -5,6 +5,7 @@ import sys
 
 import ansible.module_utils
 import pytest
+import yaml
 from hypothesis import settings
 
 # CI runs the same examples every time (a property failure there is reproducible); locally
@@ -16,7 +17,14 @@ if os.environ.get("CI"):
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Real captures (each with its "#@" provenance header), kept in the repository.
 FIXTURES = ROOT / "tests" / "fixtures"
-CRDS = ROOT.parent / "shared" / "crds"
+# CRDs of the pinned add-on versions (gzip-compressed upstream files), refreshed by scripts/refresh_crds.
+CRDS = ROOT / "files" / "crds"
+PINS = yaml.safe_load((ROOT / "playbooks" / "vars" / "k8s_versions.yml").read_text())["cluster_k8s_versions"]
+
+
+def crd_dir(component):
+    """The CRD directory of a component's pinned version (files/crds/<component>/<version>)."""
+    return CRDS / component / str(PINS[component]["version"])
 
 # Modules import `ansible.module_utils.<topic>`; extend the package path like ansible.cfg does.
 if str(ROOT / "module_utils") not in ansible.module_utils.__path__:

@@ -5,7 +5,7 @@ import json
 import k8s_manifest_validate
 import pytest
 from ansible.module_utils.testing import patch_module_args
-from conftest import CRDS
+from conftest import crd_dir as pinned_crd_dir
 
 
 def run_module(args):
@@ -16,9 +16,7 @@ def run_module(args):
 
 @pytest.fixture
 def crd_dir():
-    if not CRDS.is_dir():
-        pytest.skip("../shared/crds is absent: module tests need the upstream CRD snapshots beside the repo")
-    return str(CRDS / "kueue")
+    return str(pinned_crd_dir("kueue"))
 
 
 GOOD = """

@@ -8,17 +8,15 @@ from ansible.module_utils.k8s_schema import (
     validate_document,
     validate_values,
 )
-from conftest import CRDS
+from conftest import crd_dir
 
 K8S = "1.33"
 
 
 @pytest.fixture(scope="module")
 def registry():
-    if not CRDS.is_dir():
-        pytest.skip("../shared/crds is absent: CRD schema tests need the upstream CRD snapshots")
-    return load_crds([str(CRDS / "kueue"), str(CRDS / "volcano"), str(CRDS / "kuberay"),
-                      str(CRDS / "gpu-operator" / "nvidia.com_clusterpolicies.yaml")])
+    return load_crds([str(crd_dir("kueue")), str(crd_dir("volcano")), str(crd_dir("kuberay")),
+                      str(crd_dir("gpu_operator") / "nvidia.com_clusterpolicies.yaml.gz")])
 
 
 def clusterqueue(spec_extra=None, api="kueue.x-k8s.io/v1beta2"):

@@ -1,13 +1,12 @@
 """nccl-tests all_reduce_perf and NCCL_DEBUG=INFO transport parsers, on the real captures."""
 
-import pathlib
 import re
 
 import pytest
 from ansible.module_utils.gate import ParseError
 from ansible.module_utils.nccl import parse_all_reduce_perf, parse_transports
+from conftest import FIXTURES
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 PERF = {
     "gh200_good": "nccl_all_reduce_perf_multinode_gh200_slingshot_good_cscs.txt",
     "gh200_bad": "nccl_all_reduce_perf_multinode_gh200_bad_cxi_hook_disabled_cscs.txt",

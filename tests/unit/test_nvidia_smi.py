@@ -1,12 +1,11 @@
 """nvidia-smi nvlink -s and nvidia-smi topo -m parsers, on the real captures."""
 
-import pathlib
 
 import pytest
 from ansible.module_utils.gate import ParseError
 from ansible.module_utils.nvidia_smi import parse_nvlink_status, parse_topo_matrix
+from conftest import FIXTURES
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 NVLINK = "nvidia_smi_nvlink_status_good_a100_azure.txt"
 TOPO = "nvidia_smi_topo_m_h100x8_8nic_pix.txt"
 

@@ -1,12 +1,11 @@
 """ibstat, ibv_devinfo and ib_write_bw parsers, on the real captures."""
 
-import pathlib
 
 import pytest
 from ansible.module_utils.gate import ParseError
 from ansible.module_utils.rdma import parse_ib_write_bw, parse_ibstat, parse_ibv_devinfo
+from conftest import FIXTURES
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 IBSTAT = "ibstat_hdr_cx6_one_active_one_disabled.txt"
 DEVINFO = "ibv_devinfo_two_connectx3_hcas_port2_down.txt"
 WRITE_BW = "ib_write_bw_client_roce_100g_cx5_deepops.txt"
