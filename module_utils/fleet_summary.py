@@ -530,7 +530,7 @@ def _svg(summary):
         parts.append(f'<rect x="{lx}" y="{y + 5}" width="16" height="14" fill="#fff" stroke-width="3" '
                      f'stroke="{VERDICT_COLOURS[verdict]}"{dash}/>'
                      f'<text x="{lx + 21}" y="{y + 16}" font-size="12">{_esc(verdict)}</text>')
-        lx += 34 + 8 * len(verdict)
+        lx += 36 + 9 * len(verdict)
     height = y + 32
     return (f'<svg role="img" aria-label="fleet by leaf switch" '
             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
