@@ -1,0 +1,276 @@
+"""The fleet summary: built from real captures of the lab, unknown is never healthy, renderers are honest."""
+import json
+import pathlib
+import re
+
+import pytest
+from ansible.module_utils.fleet_summary import (
+    NEVER,
+    FleetSummaryError,
+    build_summary,
+    format_age,
+    gate_report_inputs,
+    gpu_view,
+    host_facts,
+    newest_files,
+    render_html,
+    render_json,
+    render_table,
+    run_time,
+)
+from ansible.module_utils.k8s_state import POOL_LABEL
+from ansible.module_utils.pool_live import node_view
+from ansible.module_utils.slurm_state import parse_scontrol_nodes
+from hypothesis import given
+from hypothesis import strategies as st
+
+CAPTURES = pathlib.Path(__file__).parent / "captures"
+NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
+LEAVES = {"gpu01": "leaf1", "gpu02": "leaf1", "gpu03": "leaf2", "gpu04": "leaf2"}
+H100 = [{"minor": 0, "name": "NVIDIA H100 80GB HBM3"}, {"minor": 1, "name": "NVIDIA H100 80GB HBM3"}]
+# 2026-11-23T21:07:24Z: ten minutes after the PASS report's run (20261123T205724).
+NOW = run_time("20261123T205724") + 600
+
+
+def capture(name):
+    path = CAPTURES / name
+    if not path.is_file():
+        pytest.fail(f"tests/unit/captures/{name} is missing")
+    return "\n".join(line for line in path.read_text().splitlines() if not line.startswith("#@"))
+
+
+def slurm_result(text=None):
+    """What slurm_node_info returns for the lab capture (its own node_view, state and flags)."""
+    nodes = {}
+    for name, node in parse_scontrol_nodes(text or capture("scontrol_show_node_lab.txt")).items():
+        view = node_view(name, node)
+        view["state"] = node["state"]
+        view["flags"] = sorted(node["flags"])
+        nodes[name] = view
+    return {"changed": False, "fresh": False, "nodes": nodes, "partitions": {"gpu": list(nodes)}}
+
+
+def hosts(gpus=None):
+    hv = {n: {"gpu_discovery_gpus": H100 if gpus is None else gpus, "cluster_gpu_count": 2,
+              "cluster_leaf_switch": LEAVES[n]} for n in NODES}
+    return host_facts(NODES, hv)
+
+
+def report(name, mtime=NOW - 600):
+    return {"name": name.replace(".json.txt", ".json"), "mtime": mtime, "text": capture(name)}
+
+
+def by_name(summary):
+    return {row["name"]: row for row in summary["nodes"]}
+
+
+def test_lab_capture_gives_pool_state_serving_and_reason_per_node():
+    rows = by_name(build_summary(NODES, slurm=slurm_result(), hosts=hosts(), now=NOW, cluster="gpulab"))
+    assert rows["gpu01"]["pool"] == "slurm" and rows["gpu01"]["in_service"] == "yes"
+    assert rows["gpu01"]["state"] == "slurm IDLE"
+    # An admin's drain: still in the Slurm pool, not serving, the admin's words shown.
+    assert rows["gpu02"]["state"] == "slurm IDLE+DRAIN" and rows["gpu02"]["in_service"] == "no"
+    assert rows["gpu02"]["reason"] == "admin: replacing fan"
+    # Drained by the toolkit on its way to Kubernetes; no Kubernetes in the inventory: parked.
+    assert rows["gpu03"]["pool"] == "parked" and rows["gpu03"]["in_service"] == "no"
+    assert rows["gpu03"]["reason"] == "gpufleet:move to=k8s run=r1 leaving_slurm"
+    assert rows["gpu04"]["state"] == "slurm MIXED" and rows["gpu04"]["in_service"] == "yes"
+    assert rows["gpu01"]["leaf"] == "leaf1" and rows["gpu04"]["leaf"] == "leaf2"
+    assert rows["gpu01"]["gpus"]["text"] == "2x H100 80GB HBM3" and rows["gpu01"]["gpus"]["ok"] is True
+
+
+def test_pass_report_gives_verdict_figures_and_age():
+    summary = build_summary(NODES, slurm=slurm_result(), hosts=hosts(), now=NOW,
+                            gate_reports=[report("gate_report_lab_pass.json.txt")])
+    gate = by_name(summary)["gpu03"]["gate"]
+    assert gate["verdict"] == "PASS" and gate["run_id"] == "20261123T205724"
+    assert gate["age"] == "10m" and gate["age_s"] == 600
+    figures = {f["gate"]: f["figure"] for f in gate["figures"]}
+    assert figures["gpu"] == "2 GPUs" and figures["tcp(gpu04)"].endswith("Gb/s")
+    line = next(ln for ln in render_table(summary) if ln.startswith("gpu03"))
+    assert "PASS" in line and "gpu 2 GPUs" in line and "10m" in line
+
+
+def test_newest_report_decides_and_error_shows_the_failing_gate():
+    older = report("gate_report_lab_pass.json.txt")
+    newer = report("gate_report_lab_error.json.txt")
+    # The ERROR run id (20261123T205551) is older than the PASS run: the PASS decides.
+    gate = by_name(build_summary(NODES, slurm=slurm_result(), gate_reports=[newer, older], now=NOW))["gpu01"]["gate"]
+    assert gate["verdict"] == "PASS"
+    summary = build_summary(NODES, slurm=slurm_result(), gate_reports=[newer], now=NOW)
+    gate = by_name(summary)["gpu01"]["gate"]
+    assert gate["verdict"] == "ERROR" and gate["gate"] == "gpu" and "pynvml" in gate["reason"]
+    line = next(ln for ln in render_table(summary) if ln.startswith("gpu01"))
+    assert "ERROR" in line and "gpu: nvidia-ml-py (pynvml) is not installed" in line
+
+
+def test_no_report_at_all_is_never_gated():
+    rows = by_name(build_summary(NODES, slurm=slurm_result(), hosts=hosts(), now=NOW))
+    assert {r["gate"]["verdict"] for r in rows.values()} == {NEVER}
+
+
+def test_a_gate_reason_in_slurm_without_a_report_is_a_fail_with_its_figure():
+    text = capture("scontrol_show_node_lab.txt").replace(
+        "Reason=admin: replacing fan [root@2026-11-22T00:03:32]",
+        "Reason=gpufleet:gate,to=slurm,run=20261123T2100,nccl:busbw_5.5GB/s_below_98GB/s [root@2026-11-23T21:00:01]")
+    summary = build_summary(NODES, slurm=slurm_result(text), now=NOW,
+                            gate_reports=[report("gate_report_lab_pass.json.txt")])
+    gate = by_name(summary)["gpu02"]["gate"]
+    assert gate["verdict"] == "FAIL" and gate["gate"] == "nccl" and gate["figure"].startswith("busbw_5.5GB/s")
+    assert gate["source"] == "slurm reason" and gate["age"] == "7m"
+
+
+# --- unknown is never healthy -------------------------------------------------------------------
+
+def test_unreadable_slurm_shows_unknown_pool_and_serving_never_yes():
+    failed = {"changed": False, "failed": False, "failed_when_result": False,
+              "msg": "cannot read Slurm's nodes (scontrol show node -o, rc=1): Unable to contact slurm controller"}
+    summary = build_summary(NODES, slurm=failed, hosts=hosts(), now=NOW)
+    for row in summary["nodes"]:
+        assert row["pool"] == "unknown" and row["in_service"] == "unknown", row
+        assert row["state"] == "slurm unknown"
+    assert summary["sources"]["slurm"].startswith("unreadable: cannot read Slurm's nodes")
+
+
+def test_unreachable_controller_shows_unknown():
+    summary = build_summary(NODES, slurm={"unreachable": True, "msg": "Failed to connect"}, now=NOW)
+    assert {r["in_service"] for r in summary["nodes"]} == {"unknown"}
+    assert "unreachable" in summary["sources"]["slurm"]
+
+
+def test_unreadable_kubernetes_makes_a_parked_node_unknown_not_parked():
+    k8s = {"failed": False, "msg": "kubeconfig not found"}
+    rows = by_name(build_summary(NODES, slurm=slurm_result(), k8s=k8s, now=NOW))
+    assert rows["gpu03"]["pool"] == "unknown" and rows["gpu03"]["in_service"] == "unknown"
+    # A node Slurm serves is serving whatever Kubernetes says.
+    assert rows["gpu01"]["in_service"] == "yes"
+
+
+def test_corrupt_report_makes_ungated_nodes_unknown_not_never_gated():
+    broken = {"name": "gate-x.json", "mtime": NOW, "text": capture("gate_report_lab_pass.json.txt")[:300]}
+    summary = build_summary(NODES, slurm=slurm_result(), gate_reports=[broken], now=NOW)
+    assert {r["gate"]["verdict"] for r in summary["nodes"]} == {"UNKNOWN"}
+    assert summary["sources"]["gate_reports"]["unreadable"][0].startswith("gate-x.json: not JSON")
+    assert "unreadable" in render_table(summary)[1]
+
+
+def test_reports_not_all_read_make_ungated_nodes_unknown():
+    summary = build_summary(NODES, slurm=slurm_result(), gate_reports=[], now=NOW, gate_reports_complete=False)
+    assert {r["gate"]["verdict"] for r in summary["nodes"]} == {"UNKNOWN"}
+
+
+@pytest.mark.parametrize("word", ["Pass", "OK", "", None, "PASSED"])
+def test_a_verdict_word_that_is_not_known_is_unknown_never_pass(word):
+    doc = json.loads(capture("gate_report_lab_pass.json.txt"))
+    doc["nodes"]["gpu01"]["verdict"] = word
+    reports = [{"name": "gate-w.json", "mtime": NOW, "text": json.dumps(doc)}]
+    gate = by_name(build_summary(NODES, slurm=slurm_result(), gate_reports=reports, now=NOW))["gpu01"]["gate"]
+    assert gate["verdict"] == "UNKNOWN"
+
+
+def test_a_failed_read_of_the_report_files_marks_every_file_unreadable():
+    files = [{"path": "/r/gate-1.json", "mtime": 1.0}, {"path": "/r/gate-2.json", "mtime": 2.0}]
+    assert [r["error"] for r in gate_report_inputs(files, [], "permission denied")] == ["permission denied"] * 2
+    assert "error" in gate_report_inputs(files, ["{}"])[0]
+    assert gate_report_inputs(files, ["a", "b"])[1] == {"name": "gate-2.json", "mtime": 2.0, "text": "b"}
+
+
+def test_gpus_without_discovery_facts_are_unknown_and_a_short_count_shows():
+    assert gpu_view({})["text"] == "unknown" and gpu_view({})["ok"] is None
+    short = gpu_view({"gpus": H100[:1], "expected": 2})
+    assert short["text"] == "1/2x H100 80GB HBM3" and short["ok"] is False
+    facts = host_facts(["gpu01"], {"gpu01": {"cluster_gpu_count": 2}})
+    assert facts["gpu01"]["gpus"] is None
+
+
+@given(slurm=st.sampled_from(["read", "failed", "unreachable", "none"]),
+       k8s=st.sampled_from(["none", "failed", "empty"]),
+       gates=st.sampled_from(["none", "pass", "corrupt"]), facts=st.booleans())
+def test_property_no_unreadable_source_ever_reads_as_healthy(slurm, k8s, gates, facts):
+    slurm_in = {"read": slurm_result(), "failed": {"failed": False, "msg": "no"},
+                "unreachable": {"unreachable": True, "msg": "x"}, "none": None}[slurm]
+    k8s_in = {"none": None, "failed": {"failed": False, "msg": "no"}, "empty": {"resources": []}}[k8s]
+    gates_in = {"none": [], "pass": [report("gate_report_lab_pass.json.txt")],
+                "corrupt": [{"name": "g.json", "mtime": NOW, "text": "{"}]}[gates]
+    summary = build_summary(NODES, slurm=slurm_in, k8s=k8s_in, hosts=hosts() if facts else {},
+                            gate_reports=gates_in, now=NOW)
+    for row in summary["nodes"]:
+        if slurm in ("failed", "unreachable"):
+            assert row["in_service"] == "unknown" and row["pool"] == "unknown", row
+        if gates == "corrupt":
+            assert row["gate"]["verdict"] == "UNKNOWN"
+        if gates != "pass":
+            assert row["gate"]["verdict"] != "PASS"
+        if not facts:
+            assert row["gpus"]["text"] == "unknown"
+
+
+def test_kubernetes_node_with_the_pool_label_is_in_the_k8s_pool():
+    obj = {"kind": "Node", "metadata": {"name": "gpu03", "labels": {POOL_LABEL: "kubernetes"}},
+           "spec": {"unschedulable": True, "taints": [{"key": "gpufleet.io/hold", "effect": "NoSchedule"}]},
+           "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    rows = by_name(build_summary(NODES, slurm=slurm_result(), k8s={"resources": [obj]}, now=NOW))
+    assert rows["gpu03"]["pool"] == "k8s"
+    assert "k8s Ready+cordoned+held" in rows["gpu03"]["state"] and rows["gpu03"]["in_service"] == "no"
+
+
+def test_bad_input_names_the_problem():
+    with pytest.raises(FleetSummaryError, match="nodes must be a list"):
+        build_summary("gpu01")
+    with pytest.raises(FleetSummaryError, match="build_summary"):
+        render_table({"nodes": []})
+
+
+# --- renderers ----------------------------------------------------------------------------------
+
+def full_summary():
+    text = capture("scontrol_show_node_lab.txt").replace("admin: replacing fan", "admin <script>alert(1)</script>")
+    return build_summary(NODES, slurm=slurm_result(text), hosts=hosts(), now=NOW, cluster="gpulab",
+                         gate_reports=[report("gate_report_lab_pass.json.txt")])
+
+
+def test_json_round_trips():
+    summary = full_summary()
+    assert json.loads(render_json(summary)) == summary
+    assert json.loads(render_json(summary))["schema"] == "gpufleet.fleet_summary/1"
+
+
+def test_html_is_self_contained_and_escaped():
+    page = render_html(full_summary())
+    assert "http://" not in page and "https://" not in page
+    assert not re.search(r"<(script|link|img|iframe|object)\b|\b(src|href)=|@import|url\(", page, re.I)
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "<style>" in page
+    assert "&lt;script&gt;" in page
+
+
+def test_html_groups_nodes_by_leaf_and_has_a_legend():
+    page = render_html(full_summary())
+    assert page.index("leaf leaf1 (2 nodes)") < page.index(">gpu01<") < page.index("leaf leaf2 (2 nodes)")
+    assert page.index("leaf leaf2 (2 nodes)") < page.index(">gpu03<")
+    for word in ("pool (fill):", "gate (outline):", ">slurm<", ">parked<", ">PASS<", ">FAIL<", ">never gated<"):
+        assert word in page
+
+
+def test_table_has_headline_sources_header_and_one_line_per_node():
+    lines = render_table(full_summary())
+    assert lines[0].startswith("gpulab: 4 nodes, 2 in service | pools: parked 1, slurm 3 | gate: PASS 4")
+    assert lines[1] == "sources: slurm read; kubernetes skipped; gate reports 1 read"
+    assert lines[2].split() == ["node", "leaf", "pool", "scheduler", "serving", "gpus", "gate", "figures", "age"]
+    assert [ln.split()[0] for ln in lines[3:]] == NODES
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(None, "unknown"), (-5, "0s"), (59, "59s"), (600, "10m"),
+                                               (3600, "1h"), (3720, "1h 2m"), (90000, "1d 1h")])
+def test_format_age(seconds, text):
+    assert format_age(seconds) == text
+
+
+def test_run_time_reads_the_toolkit_stamps_only():
+    assert run_time("20261123T205724") == run_time("20261123T2057") + 24
+    assert run_time("r42") is None and run_time("verify-error") is None and run_time(None) is None
+
+
+def test_newest_files_keeps_the_newest_first():
+    files = [{"path": "/r/gate-a.json", "mtime": 3.0}, {"path": "/r/gate-b.json", "mtime": 9.0},
+             {"path": "/r/gate-c.json", "mtime": 5.0}]
+    assert [f["path"] for f in newest_files(files, 2)] == ["/r/gate-b.json", "/r/gate-c.json"]
