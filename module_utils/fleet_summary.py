@@ -144,13 +144,16 @@ def _basename(path):
     return str(path or "?").rstrip("/").rsplit("/", 1)[-1]
 
 
-def parse_gate_reports(reports):
-    """Read gate reports (``[{name, mtime, text}]``, as ``health_gate`` writes them: ``{run_id, nodes, rows}``).
+def parse_gate_reports(reports, cluster=None):
+    """Read gate reports (``[{name, mtime, text}]``; health_gate writes ``{cluster, run_id, nodes, rows}``).
 
-    Returns ``{"runs": [{name, run_id, at, nodes, rows}] newest first, "unreadable": [name: why]}``. A file that
-    is not JSON, or has no ``nodes`` mapping, is unreadable (its verdicts are unknown, never PASS).
+    Returns ``{"runs": [{name, run_id, at, nodes, rows}] newest first, "unreadable": [name: why],
+    "other_clusters": [name]}``. A file that is not JSON, or has no ``nodes`` mapping, is unreadable (its
+    verdicts are unknown, never PASS). With *cluster*, a report of another cluster (one directory of reports
+    can serve several inventories) is set aside, and a report that names no cluster is unreadable: it
+    cannot be told apart from another cluster's.
     """
-    runs, unreadable = [], []
+    runs, unreadable, other = [], [], []
     for report in reports or []:
         name = str(report.get("name") or "?")
         if report.get("error"):
@@ -164,6 +167,13 @@ def parse_gate_reports(reports):
         if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), dict):
             unreadable.append(f"{name}: no 'nodes' mapping")
             continue
+        if cluster:
+            if not doc.get("cluster"):
+                unreadable.append(f"{name}: names no cluster")
+                continue
+            if str(doc["cluster"]) != str(cluster):
+                other.append(name)
+                continue
         try:
             mtime = float(report.get("mtime"))
         except (TypeError, ValueError):
@@ -172,7 +182,7 @@ def parse_gate_reports(reports):
         runs.append({"name": name, "run_id": str(doc.get("run_id") or ""), "at": at if at is not None else mtime,
                      "nodes": doc["nodes"], "rows": doc.get("rows") if isinstance(doc.get("rows"), list) else []})
     runs.sort(key=lambda r: (r["at"] is not None, r["at"] or 0, r["name"]), reverse=True)
-    return {"runs": runs, "unreadable": unreadable}
+    return {"runs": runs, "unreadable": unreadable, "other_clusters": other}
 
 
 def _figures(rows, node):
@@ -316,7 +326,7 @@ def build_summary(nodes, slurm=None, k8s=None, hosts=None, gate_reports=None, no
     k8s_status, k8s_nodes = _source_state(k8s, "Kubernetes")
     if k8s_status == "read" and k8s_nodes is None:
         k8s_status = "unreadable: Kubernetes nodes missing"
-    gates = parse_gate_reports(gate_reports)
+    gates = parse_gate_reports(gate_reports, cluster=cluster)
     complete = bool(gate_reports_complete) and not gates["unreadable"]
 
     rows = []
@@ -393,7 +403,7 @@ def build_summary(nodes, slurm=None, k8s=None, hosts=None, gate_reports=None, no
             "slurm": slurm_status,
             "kubernetes": k8s_status,
             "gate_reports": {"read": len(gates["runs"]), "unreadable": gates["unreadable"],
-                             "complete": complete},
+                             "other_clusters": len(gates["other_clusters"]), "complete": complete},
         },
         "totals": totals,
         "nodes": rows,
@@ -430,6 +440,8 @@ def _sources_line(summary):
     src = summary["sources"]
     gates = src["gate_reports"]
     text = f"sources: slurm {src['slurm']}; kubernetes {src['kubernetes']}; gate reports {gates['read']} read"
+    if gates.get("other_clusters"):
+        text += f", {gates['other_clusters']} of other clusters set aside"
     if gates["unreadable"]:
         text += f", {len(gates['unreadable'])} unreadable ({'; '.join(gates['unreadable'][:3])})"
     if not gates["complete"]:

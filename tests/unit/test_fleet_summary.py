@@ -226,7 +226,7 @@ def test_bad_input_names_the_problem():
 def full_summary():
     text = capture("scontrol_show_node_lab.txt").replace("admin: replacing fan", "admin <script>alert(1)</script>")
     return build_summary(NODES, slurm=slurm_result(text), hosts=hosts(), now=NOW, cluster="gpulab",
-                         gate_reports=[report("gate_report_lab_pass.json.txt")])
+                         gate_reports=[with_cluster("gate_report_lab_pass.json.txt", "gpulab")])
 
 
 def test_json_round_trips():
@@ -274,3 +274,35 @@ def test_newest_files_keeps_the_newest_first():
     files = [{"path": "/r/gate-a.json", "mtime": 3.0}, {"path": "/r/gate-b.json", "mtime": 9.0},
              {"path": "/r/gate-c.json", "mtime": 5.0}]
     assert [f["path"] for f in newest_files(files, 2)] == ["/r/gate-b.json", "/r/gate-c.json"]
+
+
+def with_cluster(name, cluster):
+    """The real lab report, as health_gate now writes it: with the cluster it belongs to."""
+    doc = json.loads(capture(name))
+    doc["cluster"] = cluster
+    return {"name": name.replace(".json.txt", ".json"), "mtime": NOW - 600, "text": json.dumps(doc)}
+
+
+def test_a_report_of_another_cluster_is_set_aside_not_read_as_this_fleets_verdict():
+    # One reports/ directory serves several inventories (the lab and the molecule scenarios did):
+    # another cluster's PASS must never stand for this fleet's nodes of the same names.
+    other = with_cluster("gate_report_lab_pass.json.txt", "molpools")
+    summary = build_summary(NODES, slurm=slurm_result(), hosts=hosts(), gate_reports=[other], now=NOW,
+                            cluster="gpulab")
+    assert {r["gate"]["verdict"] for r in summary["nodes"]} == {NEVER}
+    assert summary["sources"]["gate_reports"]["other_clusters"] == 1
+    assert "1 of other clusters set aside" in render_table(summary)[1]
+
+
+def test_a_report_of_this_cluster_is_read():
+    own = with_cluster("gate_report_lab_pass.json.txt", "gpulab")
+    summary = build_summary(NODES, slurm=slurm_result(), hosts=hosts(), gate_reports=[own], now=NOW,
+                            cluster="gpulab")
+    assert by_name(summary)["gpu03"]["gate"]["verdict"] == "PASS"
+
+
+def test_a_report_that_names_no_cluster_is_unreadable_when_the_cluster_is_known():
+    summary = build_summary(NODES, slurm=slurm_result(), hosts=hosts(), now=NOW, cluster="gpulab",
+                            gate_reports=[report("gate_report_lab_pass.json.txt")])
+    assert {r["gate"]["verdict"] for r in summary["nodes"]} == {"UNKNOWN"}
+    assert summary["sources"]["gate_reports"]["unreadable"] == ["gate_report_lab_pass.json: names no cluster"]
