@@ -115,6 +115,25 @@ def from_inventory(host_leaf, leaf_spine=None):
     return _build(host_leaf, leaf_spine)
 
 
+def from_hostvars(hosts, hostvars, leaf_spine=None, leaf_var="cluster_leaf_switch"):
+    """Fabric of the ``hosts`` that set ``leaf_var`` (others are left out: they have no place in it).
+
+    ``hostvars`` maps host -> its variables (Ansible's ``hostvars``); ``leaf_spine`` is
+    ``cluster_leaf_spine``. A value that is not a string fails naming the host and the variable.
+    """
+    host_leaf = {}
+    for host in hosts or []:
+        leaf = (hostvars.get(host) or {}).get(leaf_var)
+        if leaf is None:
+            continue
+        if not isinstance(leaf, str):
+            raise FabricError(f"host {host}: {leaf_var} must be a switch name, not {leaf!r}")
+        host_leaf[host] = leaf
+    if leaf_spine is not None and not isinstance(leaf_spine, dict):
+        raise FabricError(f"cluster_leaf_spine must map leaf switch -> spine switch, not {leaf_spine!r}")
+    return _build(host_leaf, leaf_spine)
+
+
 def from_ibnetdiscover(parsed, host_names=None):
     """Fabric from :func:`ibnetdiscover.parse_ibnetdiscover`'s result.
 

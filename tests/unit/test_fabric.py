@@ -166,3 +166,22 @@ def test_bad_fabrics_are_refused_naming_the_host_or_switch():
         from_inventory({"gpu01": ""})
     with pytest.raises(FabricError, match="both a leaf and a spine"):
         from_inventory({"gpu01": "leaf1", "gpu02": "leaf2"}, {"leaf1": "leaf2"})
+
+
+def test_fabric_from_hostvars_leaves_out_hosts_without_a_leaf_and_names_a_bad_value():
+    from fabric import FilterModule
+
+    filters = FilterModule().filters()
+    hostvars = {"gpu01": {"cluster_leaf_switch": "leaf1"}, "gpu02": {"cluster_leaf_switch": "leaf2"}, "gpu03": {}}
+    fabric = filters["fabric_from_hostvars"](["gpu01", "gpu02", "gpu03"], hostvars, {"leaf1": "spine1"})
+    assert fabric["nodes"] == {"gpu01": "leaf1", "gpu02": "leaf2"}
+    assert filters["fabric_label_keys"](fabric) == ["gpufleet.io/spine", "gpufleet.io/leaf"]
+    assert filters["fabric_node_labels"](fabric) == {
+        "gpu01": {"gpufleet.io/leaf": "leaf1", "gpufleet.io/spine": "spine1"},
+        "gpu02": {"gpufleet.io/leaf": "leaf2"},
+    }
+    assert filters["fabric_from_hostvars"](["gpu03"], hostvars) == {"levels": [], "switches": {}, "nodes": {}}
+    from ansible.errors import AnsibleFilterError
+
+    with pytest.raises(AnsibleFilterError, match="host gpu01: cluster_leaf_switch must be a switch name"):
+        filters["fabric_from_hostvars"](["gpu01"], {"gpu01": {"cluster_leaf_switch": 3}})
