@@ -185,3 +185,23 @@ def test_fabric_from_hostvars_leaves_out_hosts_without_a_leaf_and_names_a_bad_va
 
     with pytest.raises(AnsibleFilterError, match="host gpu01: cluster_leaf_switch must be a switch name"):
         filters["fabric_from_hostvars"](["gpu01"], {"gpu01": {"cluster_leaf_switch": 3}})
+
+
+def test_slurm_common_topology_template_is_byte_identical_for_the_lab_and_takes_the_spines():
+    import jinja2
+    from conftest import ROOT
+    from slurm import FilterModule as SlurmFilters
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters.update(SlurmFilters().filters())
+    env.filters["comment"] = lambda text: f"# {text}"
+    template = env.from_string((ROOT / "roles/slurm_common/templates/etc/slurm/topology.conf.j2").read_text())
+    args = {"ansible_managed": "managed", "slurm_common_leaf_switches": LAB, "slurm_common_topology_root": "spine",
+            "__slurm_common_config_merged": {"TopologyPlugin": "topology/tree"}}
+    lines = template.render(**args, slurm_common_leaf_spine={}).splitlines(keepends=True)
+    # the lines topology.conf had before the fabric model: the lab's scenarios see no change
+    assert "".join(lines[2:]) == topology_conf(LAB, "topology/tree", root="spine") + "\n"
+    spined = template.render(**args, slurm_common_leaf_spine={"leaf1": "spine1", "leaf2": "spine1"})
+    fabric = from_inventory(LAB, {"leaf1": "spine1", "leaf2": "spine1"})
+    assert spined.split("\n", 2)[2] == slurm_topology(fabric, root="spine") + "\n"
+    assert "SwitchName=spine1 Switches=leaf[1-2]\n" in spined
