@@ -14,7 +14,14 @@ description:
   - Optionally validates a Helm values document against a JSON Schema, and checks that the nominal
     GPU quota of Kueue ClusterQueues equals the GPU count of the pool.
   - Read-only; never reports a change. Runs the same in check mode.
-  - CEL rules (C(x-kubernetes-validations)) and admission webhooks are not evaluated.
+  - With O(cel), the CEL rules (C(x-kubernetes-validations)) of the CRDs are evaluated with cel-python on every
+    custom resource that passes its schema. Transition rules (they name C(oldSelf)) only run on updates and
+    are skipped and counted; a rule cel-python cannot evaluate (a Kubernetes CEL extension it lacks) is
+    reported in RV(cel.unevaluable) and fails the task unless O(cel_unevaluable=warn).
+  - Gang feasibility checks that only an admission webhook makes today always run on Volcano Jobs
+    (C(minAvailable) above the replicas); with O(pool_gpus), PodGroups, Volcano Jobs, Volcano Queues and
+    Kueue ClusterQueues asking for more GPUs than the pool has are refused too.
+  - Admission webhooks themselves are not run.
 version_added: "1.0.0"
 author:
   - gpufleet
@@ -61,6 +68,20 @@ options:
     description: Label for O(values) in error messages (for example the chart name).
     type: str
     default: values
+  cel:
+    description: Evaluate the CEL rules (C(x-kubernetes-validations)) of the CRDs.
+    type: bool
+    default: true
+  cel_unevaluable:
+    description: What a CEL rule that cannot be evaluated offline does to the result (C(fail) keeps the check closed).
+    type: str
+    choices: [fail, warn]
+    default: fail
+  pool_gpus:
+    description:
+      - GPU count of the pool the workloads run on. When set, PodGroups, Volcano Jobs and Queues and Kueue
+        ClusterQueues that ask for more GPUs than this are refused.
+    type: int
   gpu_quota:
     description:
       - When set, the summed nominal quota of O(gpu_quota.resource) over the ClusterQueue(s) among the
@@ -79,6 +100,7 @@ options:
         description: Only count this ClusterQueue (all ClusterQueues when omitted).
         type: str
 requirements:
+  - cel-python
   - jsonschema
   - kubernetes-validate
   - PyYAML
@@ -143,6 +165,22 @@ results:
       index: 0
       document: ClusterQueue/gpu-pool
       errors: ["spec: unknown field(s) cohort (allowed: ...)"]
+cel:
+  description: CEL rules over all documents.
+  returned: always
+  type: dict
+  contains:
+    evaluated:
+      description: Rule evaluations that ran (passed or not).
+      type: int
+    skipped:
+      description: Transition rule evaluations skipped (they need the old object).
+      type: int
+    unevaluable:
+      description: Rules cel-python could not evaluate, with where and why.
+      type: list
+      elements: str
+  sample: {evaluated: 12, skipped: 3, unevaluable: []}
 errors:
   description: Every error, prefixed with source, index and document.
   returned: always
@@ -152,6 +190,8 @@ errors:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.k8s_cel import HAS_CEL, CelRules
+from ansible.module_utils.k8s_gang import gang_errors
 from ansible.module_utils.k8s_pool import quota_errors
 from ansible.module_utils.k8s_schema import (
     HAS_JSONSCHEMA,
@@ -167,32 +207,45 @@ from ansible.module_utils.k8s_schema import (
 
 
 def run(params):
-    """Validate everything ``params`` names; return (documents, results, errors)."""
+    """Validate everything ``params`` names; return (documents, results, errors, cel summary)."""
     registry = load_crds(params["crd_paths"]) if params["crd_paths"] else None
     version = params["kubernetes_version"]
     strict = params["strict"]
+    cel = CelRules() if params.get("cel", True) and registry else None
     all_docs = []
     results = []
     for path in yaml_files(params["src"]):
         docs = load_yaml_documents(read_text(path), path)
         all_docs.extend(docs)
-        results.extend(validate_documents(docs, registry, version, strict, source=path))
+        results.extend(validate_documents(docs, registry, version, strict, source=path, cel=cel))
     if params["content"]:
         docs = load_yaml_documents(params["content"], "content")
         all_docs.extend(docs)
-        results.extend(validate_documents(docs, registry, version, strict, source="content"))
+        results.extend(validate_documents(docs, registry, version, strict, source="content", cel=cel))
     if params["documents"]:
         all_docs.extend(params["documents"])
-        results.extend(validate_documents(params["documents"], registry, version, strict, source="documents"))
+        results.extend(
+            validate_documents(params["documents"], registry, version, strict, source="documents", cel=cel)
+        )
     errors = [
         f"{r['source']}[{r['index']}] {r['document']}: {error}" for r in results for error in r["errors"]
     ]
+    summary = {"evaluated": 0, "skipped": 0, "unevaluable": []}
+    for r in results:
+        report = r.get("cel") or {}
+        summary["evaluated"] += report.get("evaluated", 0)
+        summary["skipped"] += report.get("skipped", 0)
+        summary["unevaluable"].extend(f"{r['source']}[{r['index']}] {r['document']}: {u}"
+                                      for u in report.get("unevaluable", []))
+    if params.get("cel_unevaluable", "fail") == "fail":
+        errors.extend(f"CEL rule not evaluated offline: {u}" for u in summary["unevaluable"])
+    errors.extend(gang_errors(all_docs, params.get("pool_gpus")))
     if params["values"] is not None:
         errors.extend(validate_values(params["values"], params["values_schema"], params["values_name"]))
     quota = params["gpu_quota"]
     if quota:
         errors.extend(quota_errors(all_docs, quota["expected"], quota["resource"], quota["clusterqueue"]))
-    return len(all_docs), results, errors
+    return len(all_docs), results, errors, summary
 
 
 def main():
@@ -207,6 +260,9 @@ def main():
             "values": {"type": "dict"},
             "values_schema": {"type": "dict"},
             "values_name": {"type": "str", "default": "values"},
+            "cel": {"type": "bool", "default": True},
+            "cel_unevaluable": {"type": "str", "choices": ["fail", "warn"], "default": "fail"},
+            "pool_gpus": {"type": "int"},
             "gpu_quota": {
                 "type": "dict",
                 "options": {
@@ -221,19 +277,22 @@ def main():
         supports_check_mode=True,
     )
     for ok, lib in ((HAS_YAML, "PyYAML"), (HAS_JSONSCHEMA, "jsonschema"),
-                    (HAS_KUBERNETES_VALIDATE, "kubernetes-validate")):
+                    (HAS_KUBERNETES_VALIDATE, "kubernetes-validate"),
+                    (HAS_CEL or not module.params["cel"], "cel-python")):
         if not ok:
             module.fail_json(msg=missing_required_lib(lib))
     try:
-        count, results, errors = run(module.params)
+        count, results, errors, cel = run(module.params)
     except (OSError, ValueError) as exc:
         module.fail_json(msg=str(exc))
+    for text in cel["unevaluable"] if module.params["cel_unevaluable"] == "warn" else []:
+        module.warn(f"CEL rule not evaluated offline: {text}")
     if errors:
         module.fail_json(
             msg=f"{len(errors)} validation error(s): " + "; ".join(errors[:20]),
-            documents=count, results=results, errors=errors, changed=False,
+            documents=count, results=results, errors=errors, cel=cel, changed=False,
         )
-    module.exit_json(changed=False, documents=count, results=results, errors=[])
+    module.exit_json(changed=False, documents=count, results=results, errors=[], cel=cel)
 
 
 if __name__ == "__main__":

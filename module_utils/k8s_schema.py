@@ -9,13 +9,18 @@ Pure functions, shared by the ``k8s_manifest_validate`` module, the ``k8s`` filt
 * Core kinds are checked with ``kubernetes-validate`` in its strict mode.
 * Nulls are dropped before validation, as the API server prunes them.
 
-Nothing here evaluates CEL rules (``x-kubernetes-validations``) or admission webhooks.
+* With a ``k8s_cel.CelRules`` evaluator, the CEL rules (``x-kubernetes-validations``) of the CRD
+  run too (transition rules are skipped, rules the evaluator cannot run are reported as unevaluable).
+
+Admission webhooks are not run; ``k8s_gang`` holds the gang checks that only a webhook makes.
 """
 
 import copy
 import gzip
 import importlib.util
 import os
+
+from ansible.module_utils.k8s_cel import collect_rules
 
 try:
     import yaml
@@ -61,6 +66,7 @@ class CrdRegistry:
         self.schemas = {}
         self.served = {}  # (group, kind) -> sorted list of served versions
         self.sources = {}  # (group, kind) -> file the CRD came from
+        self.rules = {}  # (group, version, kind) -> CEL rules (k8s_cel.collect_rules)
 
     def groups(self):
         return {group for group, _kind in self.served}
@@ -82,12 +88,17 @@ class CrdRegistry:
             }
             served.append(version["name"])
             self.schemas[(group, version["name"], kind)] = crd_to_json_schema(schema, strict=strict)
+            self.rules[(group, version["name"], kind)] = collect_rules(schema)
         self.served[(group, kind)] = sorted(served)
         self.sources[(group, kind)] = source
 
     def lookup(self, api_version, kind):
         group, _sep, version = api_version.rpartition("/")
         return self.schemas.get((group, version, kind))
+
+    def lookup_rules(self, api_version, kind):
+        group, _sep, version = api_version.rpartition("/")
+        return self.rules.get((group, version, kind), [])
 
 
 def load_yaml_documents(text, source="<string>"):
@@ -251,8 +262,13 @@ def describe(doc):
     return f"{doc.get('kind', '<no kind>')}/{namespace + '/' if namespace else ''}{name}"
 
 
-def validate_document(doc, registry, kubernetes_version, strict=True):
-    """Validate one manifest. Return a list of error strings (empty when valid)."""
+def validate_document(doc, registry, kubernetes_version, strict=True, cel=None, cel_report=None):
+    """Validate one manifest. Return a list of error strings (empty when valid).
+
+    With ``cel`` (a ``k8s_cel.CelRules``), a custom resource that passes its schema is checked
+    against its CRD's CEL rules too; ``cel_report`` (a dict) receives ``evaluated``, ``skipped``
+    (transition rules) and ``unevaluable`` (rules that could not run, with the reason).
+    """
     if not isinstance(doc, dict):
         return ["document is not a mapping"]
     doc = drop_nulls(doc)
@@ -265,7 +281,13 @@ def validate_document(doc, registry, kubernetes_version, strict=True):
     group, _sep, _version = api_version.rpartition("/")
     schema = registry.lookup(api_version, kind) if registry else None
     if schema is not None:
-        return _schema_errors(doc, schema)
+        errors = _schema_errors(doc, schema)
+        if cel is not None and not errors:
+            outcome = cel.evaluate(doc, registry.lookup_rules(api_version, kind))
+            if cel_report is not None:
+                cel_report.update({k: outcome[k] for k in ("evaluated", "skipped", "unevaluable")})
+            errors = outcome["errors"]
+        return errors
     if registry and (group, kind) in registry.served:
         served = ", ".join(f"{group}/{v}" for v in registry.served[(group, kind)])
         return [f"apiVersion: {api_version} is not served for kind {kind} (served: {served})"]
@@ -295,18 +317,20 @@ def _core_errors(doc, kubernetes_version, strict):
     return []
 
 
-def validate_documents(docs, registry, kubernetes_version, strict=True, source="<data>"):
-    """Validate a list of manifests; return one result per document."""
+def validate_documents(docs, registry, kubernetes_version, strict=True, source="<data>", cel=None):
+    """Validate a list of manifests; return one result per document (with ``cel`` when CEL ran)."""
     results = []
     for index, doc in enumerate(docs):
-        results.append(
-            {
-                "source": source,
-                "index": index,
-                "document": describe(doc),
-                "errors": validate_document(doc, registry, kubernetes_version, strict),
-            }
-        )
+        report = {}
+        result = {
+            "source": source,
+            "index": index,
+            "document": describe(doc),
+            "errors": validate_document(doc, registry, kubernetes_version, strict, cel, report),
+        }
+        if report:
+            result["cel"] = report
+        results.append(result)
     return results
 
 
