@@ -23,11 +23,10 @@ Pure functions derive from it, so the Slurm and the Kubernetes pool describe the
   HyperNode); spines are tier 2 and list their leaves' HyperNodes.
 """
 
-import hashlib
 import re
 
 from ansible.module_utils.ibnetdiscover import IbnetdiscoverError, leaf_of, spines, switch_parents
-from ansible.module_utils.slurm_topology import topology_conf
+from ansible.module_utils.slurm_topology import letters_hash, topology_conf
 
 LABEL_PREFIX = "gpufleet.io/"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -40,11 +39,6 @@ MAX_OBJECT_NAME = 253
 
 class FabricError(ValueError):
     """Fabric data that cannot describe one tree."""
-
-
-def _letters_hash(text, length=8):
-    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:length]
-    return "".join(chr(ord("a") + int(c, 16)) for c in digest)
 
 
 def label_value(name):
@@ -60,7 +54,7 @@ def label_value(name):
         return name
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", name)
     cleaned = re.sub(r"-{2,}", "-", cleaned).strip("-_.")[: MAX_LABEL_VALUE - 10].strip("-_.") or "sw"
-    return f"{cleaned}-h{_letters_hash(name)}"
+    return f"{cleaned}-h{letters_hash(name)}"
 
 
 def object_name(name, prefix=""):
@@ -71,7 +65,7 @@ def object_name(name, prefix=""):
         return full
     cleaned = re.sub(r"[^a-z0-9.-]+", "-", full.lower())
     cleaned = re.sub(r"-{2,}", "-", cleaned).strip("-.")[: MAX_OBJECT_NAME - 10].strip("-.") or "sw"
-    return f"{cleaned}-h{_letters_hash(name)}"
+    return f"{cleaned}-h{letters_hash(name)}"
 
 
 def _unique(names, func, what):

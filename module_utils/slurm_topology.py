@@ -39,7 +39,7 @@ class TopologyError(ValueError):
     """A host/switch map that cannot become a topology.conf."""
 
 
-def _letters_hash(text, length=8):
+def letters_hash(text, length=8):
     """A short hash written with letters only (a-p), so it adds no digit run."""
     digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:length]
     return "".join(chr(ord("a") + int(c, 16)) for c in digest)
@@ -66,7 +66,7 @@ def slurm_safe_name(name):
     cleaned = _UNSAFE.sub("-", name).strip("-")
     cleaned = _LONG_DIGITS.sub(lambda m: m.group(0)[-4:], cleaned)
     cleaned = re.sub(r"-{2,}", "-", cleaned)[: MAX_LENGTH - 11].strip("-") or "sw"
-    return f"{cleaned}-h{_letters_hash(name)}"
+    return f"{cleaned}-h{letters_hash(name)}"
 
 
 def slurm_safe_names(names):
