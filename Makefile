@@ -7,8 +7,12 @@ BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 INVENTORY ?= inventory/lab
-# Molecule scenarios run by `make molecule`, in order (molecule/README.md lists them).
+# Molecule scenarios (molecule/README.md lists them). `make molecule SCENARIOS="a b"` runs the
+# named ones one after another with their output on the terminal.
 SCENARIOS ?= lab_smoke slurm_cluster pool_rebalance health_gate k8s_render
+# Plain `make molecule` (and CI) runs these lanes at the same time, the scenarios of a lane in
+# order (comma-separated); a scenario in SCENARIOS that no lane names gets a lane of its own.
+LANES ?= lab_smoke,health_gate slurm_cluster,k8s_render pool_rebalance
 
 .PHONY: help venv lab lab-down site up lint unit molecule test clean
 
@@ -46,8 +50,12 @@ lint: venv ## Static checks: ansible-config, yamllint, ansible-lint, syntax, ans
 unit: venv ## Unit tests (pytest) on module_utils, modules, filters and playbooks
 	python -m pytest
 
-molecule: venv ## Molecule scenarios on real daemons in the container lab
+molecule: venv ## Molecule scenarios on real daemons in the container lab (parallel lanes)
+ifeq ($(origin SCENARIOS),command line)
 	for s in $(SCENARIOS); do molecule test -s $$s || exit 1; done
+else
+	scripts/molecule_lanes --all "$(SCENARIOS)" $(LANES)
+endif
 
 test: lint unit molecule ## Everything CI runs
 
