@@ -16,7 +16,9 @@ description:
   - Why not C(sacctmgr load) - a flat file carries no QOS, C(load) never removes anything and
     C(load clean) deletes every association first (sacctmgr(1), FLAT FILE DUMP AND LOAD).
   - Supports check mode (the planned commands are returned, none runs) and diff mode.
-  - Must run where C(sacctmgr) reaches slurmdbd as root or a Slurm administrator.
+  - Must run where C(sacctmgr) reaches slurmdbd as root or a Slurm administrator, after slurmctld has
+    registered its TRES (a limit on C(gres/gpu) needs it); a TRES slurmdbd does not know fails the task
+    before any change, returning RV(unknown_tres).
 options:
   policy:
     description:
@@ -72,6 +74,11 @@ actions:
     changes:
       description: Per attribute, before and after.
       type: dict
+unknown_tres:
+  description: On failure only, the TRES the policy names that slurmdbd does not know yet.
+  type: list
+  elements: str
+  returned: failure
 unmanaged:
   description: Entities in the database the policy does not name (qos, accounts, users, user_associations,
     partition_associations); with prune, the first four are removed.
@@ -80,7 +87,14 @@ unmanaged:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.slurm_accounting import SHOW_FORMATS, AccountingError, plan, read_state, validate
+from ansible.module_utils.slurm_accounting import (
+    SHOW_FORMATS,
+    AccountingError,
+    plan,
+    read_state,
+    unknown_tres,
+    validate,
+)
 
 SHOW = {
     "qos": ["show", "qos"],
@@ -130,6 +144,13 @@ def main():
     errors = validate(policy)
     if errors:
         module.fail_json(msg="; ".join(errors), errors=errors)
+    missing = unknown_tres(policy, _sacctmgr(module, ["show", "tres", "format=Type,Name"]))
+    if missing:
+        module.fail_json(
+            msg=f"slurmdbd knows no TRES {', '.join(missing)}, which the policy's limits name: slurmctld registers "
+                "TRES from AccountingStorageTRES when it connects to slurmdbd (is it running, and does "
+                "AccountingStorageTRES list them?). Nothing was changed.",
+            unknown_tres=missing)
     result = plan(policy, _read(module, cluster), cluster, module.params["prune"])
     if not module.check_mode:
         for action in result["actions"]:

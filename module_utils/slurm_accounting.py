@@ -273,6 +273,29 @@ def _cycles(accounts):
     return errors
 
 
+def policy_tres(policy):
+    """Every TRES the policy names in a limit (e.g. gres/gpu, cpu), sorted."""
+    names = set()
+    for section, attrs in (("qos", QOS_ATTRS), ("accounts", ASSOC_ATTRS), ("users", ASSOC_ATTRS)):
+        for spec in ((policy or {}).get(section) or {}).values():
+            for key, (_, _, kind) in attrs.items():
+                if kind == "tres" and isinstance((spec or {}).get(key), dict):
+                    names.update(str(tres).lower() for tres in spec[key])
+    return sorted(names)
+
+
+def unknown_tres(policy, tres_text):
+    """TRES the policy names that `sacctmgr show tres format=Type,Name` does not list.
+
+    slurmdbd knows a TRES such as gres/gpu only once slurmctld has registered it (AccountingStorageTRES).
+    """
+    known = set()
+    for row in parse_show(tres_text, ["Type", "Name"]):
+        kind, name = row["Type"].lower(), row["Name"].lower()
+        known.add(f"{kind}/{name}" if name else kind)
+    return [tres for tres in policy_tres(policy) if tres not in known]
+
+
 def parse_show(text, columns):
     """Rows of `sacctmgr --parsable2 --noheader show ... format=<columns>` as dicts."""
     rows = []

@@ -1,7 +1,7 @@
 """sacctmgr output (real captures from the lab, Slurm 22.05.8) read and compared with a policy, per entity."""
 
 import pytest
-from ansible.module_utils.slurm_accounting import AccountingError, parse_show, plan, read_state
+from ansible.module_utils.slurm_accounting import AccountingError, parse_show, plan, read_state, unknown_tres
 
 CLUSTER = "molslurm"
 
@@ -106,3 +106,14 @@ def test_unnamed_entities_are_reported_and_removed_only_with_prune(state):
 def test_output_of_another_shape_is_refused():
     with pytest.raises(AccountingError, match="expected 3"):
         parse_show("ml|ml\n", ["Account", "Descr", "Org"])
+
+
+def test_a_tres_slurmdbd_does_not_know_is_named(fixture_text):
+    text = "".join(
+        line for line in fixture_text("slurm_sacctmgr_show_tres_22.05_lab.txt").splitlines(keepends=True)
+        if not line.startswith("#@")
+    )
+    policy = {"qos": {"high": {"grp_tres": {"gres/gpu": 8, "cpu": 64}, "max_tres_per_user": {"gres/mps": 100}}},
+              "accounts": {"ml": {"grp_tres": {"fs/disk": 10}}}}
+    assert unknown_tres(policy, text) == ["gres/mps"]
+    assert unknown_tres(policy, "cpu|\nmem|\n") == ["fs/disk", "gres/gpu", "gres/mps"]
