@@ -30,6 +30,13 @@ def run_site(inventory):
                 "host gpu01: variable cluster_gpu_count must be of type int, got 'eight'",
             ],
         ),
+        (
+            "bad_accounting",
+            [
+                "cluster_slurm_accounting: qos high preempts unknown QOS 'scavenger'",
+                "cluster_slurm_accounting: user alice names unknown account 'physics'",
+            ],
+        ),
     ],
 )
 def test_bad_inventory_fails_in_preflight_naming_host_and_variable(inventory, expected):
