@@ -6,6 +6,8 @@ without reading a stack trace. Nothing here touches a node.
 
 from __future__ import annotations
 
+from ansible.module_utils.pool_policy import PIN_VAR, VAR, validate
+
 _TYPES = {
     "int": int,
     "str": str,
@@ -90,11 +92,42 @@ def duplicate_name_errors(hostvars, hosts):
     return errors
 
 
+def pool_errors(hostvars, groups, pool):
+    """The pool policy and what it needs of the inventory, checked before any node is contacted.
+
+    pool: {policy: cluster_pools or None, hosts: [the fleet it splits],
+           static_group: group the plan builds (must be empty in the inventory),
+           controller_group: group whose first host the planner reads Slurm on}.
+    Without a policy there is nothing to check: the pools are the static groups.
+    """
+    policy = pool.get("policy")
+    if policy is None:
+        return []
+    errors = []
+    static_group = pool.get("static_group")
+    static = list(groups.get(static_group, [])) if static_group else []
+    if static:
+        errors.append(
+            f"variable {VAR}: the pool plan decides the Slurm pool, so the inventory must not define group "
+            f"{static_group} (it has {', '.join(static)}; variable preflight_pool_static_group)"
+        )
+    controller_group = pool.get("controller_group")
+    if controller_group and not groups.get(controller_group):
+        errors.append(
+            f"variable {VAR}: the pool plan reads Slurm on the first host of group {controller_group}, "
+            f"which is empty (variable preflight_pool_controller_group)"
+        )
+    hosts = list(pool.get("hosts") or [])
+    subset = {h: {PIN_VAR: hostvars[h][PIN_VAR]} if PIN_VAR in hostvars[h] else {} for h in hosts}
+    errors += [f"host {e}" if e.split(":", 1)[0] in subset else f"variable {e}" for e in validate(policy, subset)]
+    return errors
+
+
 def inventory_errors(hostvars, groups, rules):
     """All preflight errors for an inventory, in a stable order.
 
     rules: {exclusive_groups: [[g1, g2], ...], required_vars: {group: [var, ...]},
-            var_types: {var: type}, hosts: [host, ...]}
+            var_types: {var: type}, hosts: [host, ...], pool: see pool_errors}
     """
     hosts = list(rules.get("hosts") or groups.get("all", []))
     errors = []
@@ -102,4 +135,5 @@ def inventory_errors(hostvars, groups, rules):
     errors += exclusive_group_errors(groups, rules.get("exclusive_groups") or [])
     errors += required_var_errors(hostvars, groups, rules.get("required_vars") or {})
     errors += type_errors(hostvars, hosts, rules.get("var_types") or {})
+    errors += pool_errors(hostvars, groups, rules.get("pool") or {})
     return errors
