@@ -102,3 +102,29 @@ def test_policy_with_a_static_slurm_group_or_no_controller_is_an_error():
         "variable cluster_pools: the pool plan reads Slurm on the first host of group slurm_controller, "
         "which is empty (variable preflight_pool_controller_group)",
     ]
+
+
+def test_cluster_name_that_slurm_would_change_is_named():
+    rules = dict(RULES, var_patterns={"cluster_name": "^[a-z][a-z0-9_]{0,39}$"})
+    assert inventory_errors(hostvars(), GROUPS, rules) == []
+    errors = inventory_errors(hostvars(ctl1={"cluster_name": "GPU-Prod"}), GROUPS, rules)
+    assert errors == ["host ctl1: variable cluster_name must match ^[a-z][a-z0-9_]{0,39}$, got 'GPU-Prod'"]
+
+
+def test_static_slurm_node_outside_gpu_nodes_is_named():
+    rules = dict(RULES, subset_groups=[["slurm_compute", "gpu_nodes"]])
+    assert inventory_errors(hostvars(), dict(GROUPS, slurm_compute=["gpu01"]), rules) == []
+    errors = inventory_errors(hostvars(), dict(GROUPS, slurm_compute=["gpu01", "ctl1"]), rules)
+    assert errors == ["host ctl1: is in group slurm_compute but not in group gpu_nodes, which must hold every "
+                      "member of slurm_compute (variable preflight_subset_groups)"]
+
+
+def test_leaf_switch_on_some_gpu_nodes_only_names_the_others():
+    rules = dict(RULES, all_or_none={"gpu_nodes": ["cluster_leaf_switch"]})
+    assert inventory_errors(hostvars(), GROUPS, rules) == []
+    both = {"gpu01": {"cluster_leaf_switch": "leaf1"}, "gpu02": {"cluster_leaf_switch": "leaf2"}}
+    assert inventory_errors(hostvars(**both), GROUPS, rules) == []
+    errors = inventory_errors(hostvars(gpu01={"cluster_leaf_switch": "leaf1"}, gpu02={"cluster_leaf_switch": " "}),
+                              GROUPS, rules)
+    assert errors == ["host gpu02: variable cluster_leaf_switch is missing, but gpu01 of group gpu_nodes set it "
+                      "(set it on every member or on none; variable preflight_all_or_none)"]
