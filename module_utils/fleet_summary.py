@@ -77,11 +77,11 @@ def format_age(seconds):
     return f"{days}d {hours}h" if hours else f"{days}d"
 
 
-def host_facts(nodes, hostvars, gpus_var="gpu_discovery_gpus", expected_var="cluster_gpu_count",
-               leaf_var="cluster_leaf_switch"):
+def host_facts(nodes, hostvars, gpus_var, expected_var="cluster_gpu_count", leaf_var="cluster_leaf_switch"):
     """Per node ``{gpus, expected, leaf}`` from host variables (Ansible's hostvars or plain dicts).
 
-    ``gpus`` is the discovery list (None when the node was not discovered in this run: unknown).
+    ``gpus_var`` names the variable with the discovered GPU list (the caller says which role set it:
+    gpu_discovery_gpus); ``gpus`` is that list (None when the node was not discovered in this run: unknown).
     """
     out = {}
     for node in nodes:

@@ -166,6 +166,11 @@ def _switch_names(parsed):
     return {sw["guid"]: sw["name"] for sw in parsed["switches"]}
 
 
+def leaf_of_text(text, strict=True):
+    """``{host: leaf switch name}`` straight from ibnetdiscover output (see :func:`leaf_of`)."""
+    return leaf_of(parse_ibnetdiscover(text), strict=strict)
+
+
 def leaf_of(parsed, strict=True):
     """``{host: leaf switch name}`` from :func:`parse_ibnetdiscover`'s result.
 

@@ -6,6 +6,10 @@ without reading a stack trace. Nothing here touches a node.
 
 from __future__ import annotations
 
+import re
+
+from ansible.module_utils.pool_policy import PIN_VAR, VAR, validate
+
 _TYPES = {
     "int": int,
     "str": str,
@@ -69,6 +73,50 @@ def type_errors(hostvars, hosts, types):
     return errors
 
 
+def pattern_errors(hostvars, hosts, patterns):
+    """Variables that, where set, must match a regular expression (the whole value)."""
+    errors = []
+    for host in hosts:
+        hv = hostvars[host]
+        for var in sorted(patterns):
+            if var not in hv or hv[var] is None:
+                continue
+            if not re.fullmatch(patterns[var], str(hv[var])):
+                errors.append(f"host {host}: variable {var} must match {patterns[var]}, got {hv[var]!r}")
+    return errors
+
+
+def subset_group_errors(groups, subsets):
+    """Members of a group that must also be members of another ([[inner, outer], ...])."""
+    errors = []
+    for inner, outer in subsets:
+        for host in groups.get(inner, []):
+            if host not in groups.get(outer, []):
+                errors.append(
+                    f"host {host}: is in group {inner} but not in group {outer}, which must hold every member "
+                    f"of {inner} (variable preflight_subset_groups)"
+                )
+    return errors
+
+
+def all_or_none_errors(hostvars, groups, rules):
+    """Variables that every member of a group sets, or none: {group: [var, ...]}."""
+    errors = []
+    for group in sorted(rules):
+        members = list(groups.get(group, []))
+        for var in rules[group]:
+            have = [h for h in members if var in hostvars[h] and not _missing(hostvars[h][var])]
+            if not have or len(have) == len(members):
+                continue
+            shown = ", ".join(have[:3]) + (" ..." if len(have) > 3 else "")
+            errors += [
+                f"host {h}: variable {var} is missing, but {shown} of group {group} set it "
+                f"(set it on every member or on none; variable preflight_all_or_none)"
+                for h in members if h not in have
+            ]
+    return errors
+
+
 def duplicate_name_errors(hostvars, hosts):
     """Two inventory hosts that would be one node: same short hostname or same ansible_host."""
     errors = []
@@ -90,11 +138,43 @@ def duplicate_name_errors(hostvars, hosts):
     return errors
 
 
+def pool_errors(hostvars, groups, pool):
+    """The pool policy and what it needs of the inventory, checked before any node is contacted.
+
+    pool: {policy: cluster_pools or None, hosts: [the fleet it splits],
+           static_group: group the plan builds (must be empty in the inventory),
+           controller_group: group whose first host the planner reads Slurm on}.
+    Without a policy there is nothing to check: the pools are the static groups.
+    """
+    policy = pool.get("policy")
+    if policy is None:
+        return []
+    errors = []
+    static_group = pool.get("static_group")
+    static = list(groups.get(static_group, [])) if static_group else []
+    if static:
+        errors.append(
+            f"variable {VAR}: the pool plan decides the Slurm pool, so the inventory must not define group "
+            f"{static_group} (it has {', '.join(static)}; variable preflight_pool_static_group)"
+        )
+    controller_group = pool.get("controller_group")
+    if controller_group and not groups.get(controller_group):
+        errors.append(
+            f"variable {VAR}: the pool plan reads Slurm on the first host of group {controller_group}, "
+            f"which is empty (variable preflight_pool_controller_group)"
+        )
+    hosts = list(pool.get("hosts") or [])
+    subset = {h: {PIN_VAR: hostvars[h][PIN_VAR]} if PIN_VAR in hostvars[h] else {} for h in hosts}
+    errors += [f"host {e}" if e.split(":", 1)[0] in subset else f"variable {e}" for e in validate(policy, subset)]
+    return errors
+
+
 def inventory_errors(hostvars, groups, rules):
     """All preflight errors for an inventory, in a stable order.
 
     rules: {exclusive_groups: [[g1, g2], ...], required_vars: {group: [var, ...]},
-            var_types: {var: type}, hosts: [host, ...]}
+            var_types: {var: type}, var_patterns: {var: regex}, subset_groups: [[inner, outer], ...],
+            all_or_none: {group: [var, ...]}, hosts: [host, ...], pool: see pool_errors}
     """
     hosts = list(rules.get("hosts") or groups.get("all", []))
     errors = []
@@ -102,4 +182,8 @@ def inventory_errors(hostvars, groups, rules):
     errors += exclusive_group_errors(groups, rules.get("exclusive_groups") or [])
     errors += required_var_errors(hostvars, groups, rules.get("required_vars") or {})
     errors += type_errors(hostvars, hosts, rules.get("var_types") or {})
+    errors += pattern_errors(hostvars, hosts, rules.get("var_patterns") or {})
+    errors += subset_group_errors(groups, rules.get("subset_groups") or [])
+    errors += all_or_none_errors(hostvars, groups, rules.get("all_or_none") or {})
+    errors += pool_errors(hostvars, groups, rules.get("pool") or {})
     return errors

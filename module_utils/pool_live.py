@@ -8,6 +8,7 @@ this on every run, so a run killed mid-batch is finished by the next one.
 
 from __future__ import annotations
 
+from ansible.module_utils.k8s_state import node_states
 from ansible.module_utils.node_reason import parse_reason
 
 SLURM = "slurm"
@@ -57,6 +58,28 @@ def node_view(name, slurm_node=None, k8s_node=None):
         "drained": "DRAIN" in flags,
         "down": down,
     }
+
+
+def host_facts(hosts, hostvars, gpus_var):
+    """Per-host planner facts ({host: {gpus, leaf, pinned}}) from the host variables.
+
+    gpus_var names the variable with the discovered GPU count (the caller says which role set it);
+    cluster_gpu_count stands in where it is unset. Leaf and pin are the cluster_* inventory variables.
+    """
+    facts = {}
+    for host in hosts:
+        hv = hostvars[host]
+        facts[host] = {
+            "gpus": hv.get(gpus_var) or hv.get("cluster_gpu_count") or 0,
+            "leaf": hv.get("cluster_leaf_switch"),
+            "pinned": hv.get("cluster_pool_pin"),
+        }
+    return facts
+
+
+def planner_nodes_from_hostvars(hosts, hostvars, views, gpus_var):
+    """Planner nodes from the host variables (see host_facts) and the live views."""
+    return planner_nodes(hosts, host_facts(hosts, hostvars, gpus_var), views)
 
 
 def planner_nodes(hosts, facts, views):
@@ -114,6 +137,17 @@ def partition_nodes_after(partitions, pool_before, leaving, joining):
         if new != current:
             changes[name] = sorted(new)
     return changes
+
+
+def unfinished_moves(views, targets):
+    """Moves an earlier run left unfinished, as [{node, to, reason}] sorted by node (the executor's batch shape)."""
+    return [{"node": node, "to": to, "reason": "finish a move an earlier run left"}
+            for node, to in sorted(unfinished(views, targets).items())]
+
+
+def merge_k8s_info(views, k8s_info_result, hosts):
+    """merge_k8s on a kubernetes.core.k8s_info result of kind Node (read with k8s_state.node_states)."""
+    return merge_k8s(views, node_states(k8s_info_result), hosts)
 
 
 def merge_k8s(views, k8s_nodes, hosts):

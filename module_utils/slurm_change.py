@@ -806,6 +806,13 @@ def plan_apply(changes, daemons):
 # --- data for the templates -------------------------------------------------------------
 
 
+def apply_plan(changes, slurm_version, daemons):
+    """What one host does for its written files: classify each ``{name, before, after}`` change
+    (slurm_config's ``changes``) and merge them with :func:`plan_apply` for the daemons it runs."""
+    results = [classify_file_change(c["name"], c["before"], c["after"], slurm_version) for c in changes]
+    return plan_apply(results, list(daemons))
+
+
 def defunct_settings(slurm_version):
     """What the configuration templates must not render, or must render differently, on this
     Slurm version: ``{file: {key: reason}}``.

@@ -103,11 +103,12 @@ _FACTS = (
 )
 
 
-def nodes_from_facts(hosts, hostvars, mem_reserve_mb=1024, gres_var="gpu_discovery_gres", extra=None):
+def nodes_from_facts(hosts, hostvars, mem_reserve_mb, gres_var, extra=None):
     """Per-node NodeName dicts from gathered facts and GPU discovery.
 
     Uses the socket/core/thread layout and memory Ansible gathered on each node (what slurmd
-    reports), minus mem_reserve_mb for the OS. Hosts without facts are an error naming the host:
+    reports), minus mem_reserve_mb for the OS, and Gres= from the host variable gres_var (the caller
+    names it: gpu_discovery sets gpu_discovery_gres). Hosts without facts are an error naming the host:
     Slurm would drain a node whose configured CPUs exceed what it has.
     """
     nodes = []

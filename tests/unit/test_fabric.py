@@ -190,7 +190,7 @@ def test_fabric_from_hostvars_leaves_out_hosts_without_a_leaf_and_names_a_bad_va
 def test_slurm_common_topology_template_is_byte_identical_for_the_lab_and_takes_the_spines():
     import jinja2
     from conftest import ROOT
-    from slurm import FilterModule as SlurmFilters
+    from slurm_topology import FilterModule as SlurmFilters
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters.update(SlurmFilters().filters())

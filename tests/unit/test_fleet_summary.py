@@ -53,7 +53,7 @@ def slurm_result(text=None):
 def hosts(gpus=None):
     hv = {n: {"gpu_discovery_gpus": H100 if gpus is None else gpus, "cluster_gpu_count": 2,
               "cluster_leaf_switch": LEAVES[n]} for n in NODES}
-    return host_facts(NODES, hv)
+    return host_facts(NODES, hv, "gpu_discovery_gpus")
 
 
 def report(name, mtime=NOW - 600):
@@ -179,7 +179,7 @@ def test_gpus_without_discovery_facts_are_unknown_and_a_short_count_shows():
     assert gpu_view({})["text"] == "unknown" and gpu_view({})["ok"] is None
     short = gpu_view({"gpus": H100[:1], "expected": 2})
     assert short["text"] == "1/2x H100 80GB HBM3" and short["ok"] is False
-    facts = host_facts(["gpu01"], {"gpu01": {"cluster_gpu_count": 2}})
+    facts = host_facts(["gpu01"], {"gpu01": {"cluster_gpu_count": 2}}, "gpu_discovery_gpus")
     assert facts["gpu01"]["gpus"] is None
 
 

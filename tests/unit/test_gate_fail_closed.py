@@ -18,11 +18,11 @@ from ansible.module_utils import gate
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.dcgm import parse_dcgmi_diag
 from ansible.module_utils.gate import ERROR, FAIL, PASS, FaultSeen, ParseError
+from ansible.module_utils.gate_rows import gate_pair_rows, gate_verdict
 from ansible.module_utils.nccl import parse_all_reduce_perf
 from ansible.module_utils.nvidia_smi import parse_nvlink_status, parse_topo_matrix
 from ansible.module_utils.rdma import parse_ibstat, parse_ibv_devinfo
 from ansible.module_utils.testing import patch_module_args
-from gate import gate_pair_rows, gate_verdict
 from test_gate_modules import PATH_BINS, ROOT, Runner, a100, fake_nvml, verbatim
 
 DCGM_R2 = "dcgmi_diag_r2_pass_a100x8_p4de_aws.txt"

@@ -1,11 +1,9 @@
-"""filter_plugins/gate.py: pairing, blame rows, TCP verdicts, Slurm actions and the report table."""
+"""module_utils/gate_rows.py (filters gate_*): pairing, blame rows, TCP verdicts, Slurm actions and the report table."""
 
 import json
 
 import pytest
-from ansible.module_utils.node_reason import parse_reason
-from gate import (
-    FilterModule,
+from ansible.module_utils.gate_rows import (
     gate_pair_rows,
     gate_pairs,
     gate_pass_results,
@@ -17,6 +15,9 @@ from gate import (
     gate_tcp_result,
     gate_verdict,
 )
+from ansible.module_utils.node_reason import parse_reason
+from gate import FilterModule as GateFilters
+from gate_rows import FilterModule as RowFilters
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,8 +33,9 @@ def _pair(a, b, verdict, figure="115.1GB/s"):
 
 
 def test_filter_map_names_every_filter():
-    assert set(FilterModule().filters()) >= {"gate_pairs", "gate_retests", "gate_blame", "gate_row",
-                                             "gate_slurm_actions", "gate_table", "gate_tcp_result"}
+    names = set(GateFilters().filters()) | set(RowFilters().filters())
+    assert names >= {"gate_pairs", "gate_retests", "gate_blame", "gate_row", "gate_slurm_actions", "gate_table",
+                     "gate_tcp_result"}
 
 
 def test_pairs_take_nodes_two_by_two_and_the_odd_one_with_a_known_good_partner():

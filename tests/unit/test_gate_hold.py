@@ -1,9 +1,10 @@
 """Holds before a gate: an ERROR node in service, a node's first slurmd start, the nodes waiting for a gate."""
 
+from ansible.module_utils.gate_hold import gate_error_holds, slurm_first_start_holds, slurm_gate_pending
 from ansible.module_utils.node_reason import parse_reason
 from ansible.module_utils.pool_live import node_view
 from ansible.module_utils.slurm_state import parse_scontrol_nodes
-from gate_hold import FilterModule, gate_error_holds, slurm_first_start_holds, slurm_gate_pending
+from gate_hold import FilterModule
 from hypothesis import given
 from hypothesis import strategies as st
 

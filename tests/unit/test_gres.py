@@ -122,7 +122,7 @@ def test_check_gpu_types_flags_unknown_and_unexpected_types():
 
 
 def test_gres_filters_are_exposed():
-    from slurm import FilterModule
+    from gres import FilterModule
 
     filters = FilterModule().filters()
     assert filters["slurm_gres_node"]([gpu(0, 0)]) == "gpu:h100:1"

@@ -62,3 +62,69 @@ def test_duplicate_short_hostnames_and_addresses_are_errors():
     errors = inventory_errors(hv, groups, {})
     assert any("short hostname gpu01 duplicates host gpu01.a.example" in e for e in errors)
     assert any("host gpu01.b.example: variable ansible_host 10.0.0.1" in e for e in errors)
+
+
+POLICY = {"pools": {"slurm": {"min": 1, "target": 1}, "k8s": {"min": 1, "target": 1}}, "max_unavailable": 1}
+POOL = {"hosts": ["gpu01", "gpu02"], "static_group": "slurm_compute", "controller_group": "slurm_controller"}
+
+
+def test_no_policy_checks_no_pool_rules():
+    groups = dict(GROUPS, slurm_compute=["gpu01"], slurm_controller=[])
+    assert inventory_errors(hostvars(), groups, dict(RULES, pool=dict(POOL, policy=None))) == []
+
+
+def test_sound_policy_has_no_errors():
+    assert inventory_errors(hostvars(), GROUPS, dict(RULES, pool=dict(POOL, policy=POLICY))) == []
+
+
+def test_impossible_policy_names_the_variable():
+    policy = {"pools": {"slurm": {"min": 2, "target": 3}}, "max_unavailable": 1}
+    errors = inventory_errors(hostvars(), GROUPS, dict(RULES, pool=dict(POOL, policy=policy)))
+    assert errors == [
+        "variable cluster_pools.pools.slurm.target: 3 means 3 nodes, but only 2 are eligible (2 hosts, 0 excluded)"
+    ]
+
+
+def test_pin_to_an_undefined_pool_names_the_host():
+    policy = {"pools": {"slurm": {"min": 1, "target": 1}}, "max_unavailable": 1}
+    errors = inventory_errors(
+        hostvars(gpu02={"cluster_pool_pin": "k8s"}), GROUPS, dict(RULES, pool=dict(POOL, policy=policy))
+    )
+    assert errors == ["host gpu02: cluster_pool_pin='k8s' names a pool that cluster_pools.pools does not define"]
+
+
+def test_policy_with_a_static_slurm_group_or_no_controller_is_an_error():
+    groups = dict(GROUPS, slurm_compute=["gpu01", "gpu02"], slurm_controller=[])
+    errors = inventory_errors(hostvars(), groups, dict(RULES, pool=dict(POOL, policy=POLICY)))
+    assert errors == [
+        "variable cluster_pools: the pool plan decides the Slurm pool, so the inventory must not define group "
+        "slurm_compute (it has gpu01, gpu02; variable preflight_pool_static_group)",
+        "variable cluster_pools: the pool plan reads Slurm on the first host of group slurm_controller, "
+        "which is empty (variable preflight_pool_controller_group)",
+    ]
+
+
+def test_cluster_name_that_slurm_would_change_is_named():
+    rules = dict(RULES, var_patterns={"cluster_name": "^[a-z][a-z0-9_]{0,39}$"})
+    assert inventory_errors(hostvars(), GROUPS, rules) == []
+    errors = inventory_errors(hostvars(ctl1={"cluster_name": "GPU-Prod"}), GROUPS, rules)
+    assert errors == ["host ctl1: variable cluster_name must match ^[a-z][a-z0-9_]{0,39}$, got 'GPU-Prod'"]
+
+
+def test_static_slurm_node_outside_gpu_nodes_is_named():
+    rules = dict(RULES, subset_groups=[["slurm_compute", "gpu_nodes"]])
+    assert inventory_errors(hostvars(), dict(GROUPS, slurm_compute=["gpu01"]), rules) == []
+    errors = inventory_errors(hostvars(), dict(GROUPS, slurm_compute=["gpu01", "ctl1"]), rules)
+    assert errors == ["host ctl1: is in group slurm_compute but not in group gpu_nodes, which must hold every "
+                      "member of slurm_compute (variable preflight_subset_groups)"]
+
+
+def test_leaf_switch_on_some_gpu_nodes_only_names_the_others():
+    rules = dict(RULES, all_or_none={"gpu_nodes": ["cluster_leaf_switch"]})
+    assert inventory_errors(hostvars(), GROUPS, rules) == []
+    both = {"gpu01": {"cluster_leaf_switch": "leaf1"}, "gpu02": {"cluster_leaf_switch": "leaf2"}}
+    assert inventory_errors(hostvars(**both), GROUPS, rules) == []
+    errors = inventory_errors(hostvars(gpu01={"cluster_leaf_switch": "leaf1"}, gpu02={"cluster_leaf_switch": " "}),
+                              GROUPS, rules)
+    assert errors == ["host gpu02: variable cluster_leaf_switch is missing, but gpu01 of group gpu_nodes set it "
+                      "(set it on every member or on none; variable preflight_all_or_none)"]

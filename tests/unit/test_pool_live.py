@@ -9,7 +9,9 @@ from ansible.module_utils.pool_live import (
     node_view,
     partition_nodes_after,
     planner_nodes,
+    planner_nodes_from_hostvars,
     unfinished,
+    unfinished_moves,
 )
 from ansible.module_utils.slurm_state import parse_scontrol_nodes
 
@@ -91,3 +93,26 @@ def test_kubernetes_label_places_nodes_slurm_does_not_and_admin_cordon_is_not_ca
     assert views["gpu05"]["pool"] == "k8s" and views["gpu05"]["healthy"]
     assert views["gpu06"]["pool"] == "k8s" and views["gpu06"]["admin_hold"] and not views["gpu06"]["healthy"]
     assert views["gpu07"]["pool"] is None
+
+
+def test_planner_nodes_read_the_gpu_count_from_the_named_variable_else_the_inventory(lab_nodes):
+    views = {name: node_view(name, node) for name, node in lab_nodes.items()}
+    hostvars = {
+        "gpu01": {"discovered": 4, "cluster_gpu_count": 8, "cluster_leaf_switch": "leaf1"},
+        "gpu04": {"cluster_gpu_count": 8, "cluster_pool_pin": "k8s"},
+    }
+    by_name = {n["name"]: n for n in planner_nodes_from_hostvars(["gpu01", "gpu04"], hostvars, views, "discovered")}
+    assert by_name["gpu01"]["gpus"] == 4 and by_name["gpu01"]["leaf"] == "leaf1"
+    assert by_name["gpu04"]["gpus"] == 8 and by_name["gpu04"]["pinned"] == "k8s"
+    # Another variable name is not read in its place.
+    by_name = {n["name"]: n for n in planner_nodes_from_hostvars(["gpu01"], hostvars, views, "gpu_discovery_count")}
+    assert by_name["gpu01"]["gpus"] == 8
+
+
+def test_unfinished_moves_are_batches_sorted_by_node(lab_nodes):
+    views = {name: node_view(name, node) for name, node in lab_nodes.items()}
+    targets = {name: "slurm" for name in views} | {"gpu03": "k8s"}
+    moves = unfinished_moves(views, targets)
+    assert moves == [{"node": n, "to": t, "reason": "finish a move an earlier run left"}
+                     for n, t in sorted(unfinished(views, targets).items())]
+    assert {"node": "gpu03", "to": "k8s", "reason": "finish a move an earlier run left"} in moves

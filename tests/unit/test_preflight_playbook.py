@@ -48,3 +48,37 @@ def test_bad_inventory_fails_in_preflight_naming_host_and_variable(inventory, ex
     # Nothing past preflight ran: no node was contacted.
     assert "Apply the common base" not in out, out
     assert "UNREACHABLE" not in out, out
+
+
+def plays_started(out):
+    """Names of the plays the run started, in order, from the default callback's PLAY banners."""
+    return [line[len("PLAY ["):line.index("]")] for line in out.splitlines() if line.startswith("PLAY [")]
+
+
+@pytest.mark.parametrize(
+    ("inventory", "expected"),
+    [
+        (
+            "bad_policy",
+            [
+                "variable cluster_pools.pools.slurm.target: 5 means 5 nodes, but only 2 are eligible",
+                "host gpu02: cluster_pool_pin='k8s' names a pool that cluster_pools.pools does not define",
+            ],
+        ),
+        (
+            "bad_static_group",
+            ["variable cluster_pools: the pool plan decides the Slurm pool, so the inventory must not define "
+             "group slurm_compute (it has gpu01"],
+        ),
+    ],
+)
+def test_bad_pool_policy_stops_site_before_any_node_play(inventory, expected):
+    result = run_site(inventory)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    for message in expected:
+        assert message in out, out
+    # The only play that started is the preflight on localhost: discovery, base, munge, the
+    # planner and every later play never began.
+    assert plays_started(result.stdout) == ["Preflight the inventory"], out
+    assert "UNREACHABLE" not in out, out

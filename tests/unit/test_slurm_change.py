@@ -561,7 +561,7 @@ def test_defunct_settings_for_the_templates():
 
 
 def test_filters_are_exposed():
-    from slurm import FilterModule
+    from slurm_change import FilterModule
 
     filters = FilterModule().filters()
     result = filters["slurm_conf_change"](BASE, edit("SlurmdPort=6818", "SlurmdPort=1"), "22.05")
@@ -573,7 +573,7 @@ def test_filters_are_exposed():
 
 def test_a_refused_change_becomes_a_filter_error_naming_the_key():
     from ansible.errors import AnsibleFilterError
-    from slurm import FilterModule
+    from slurm_change import FilterModule
 
     apply_plan = FilterModule().filters()["slurm_apply_plan"]
     changes = [{"name": "slurm.conf", "before": BASE, "after": edit("ClusterName=lab", "ClusterName=x")}]

@@ -6,9 +6,9 @@ import stat
 
 import pytest
 import slurm_config as module
+from ansible.module_utils.slurm_change import apply_plan as slurm_apply_plan  # filter slurm_apply_plan
 from ansible.module_utils.slurm_change import plan_apply
 from ansible.module_utils.testing import patch_module_args
-from slurm import slurm_apply_plan  # filter_plugins/slurm.py
 
 CONF = """\
 ClusterName=lab

@@ -190,7 +190,7 @@ def test_check_block_topology_raises_with_every_message():
 
 
 def test_preflight_filter_reports_block_errors_naming_the_variable():
-    from preflight import FilterModule
+    from slurm_topology import FilterModule
 
     check = FilterModule().filters()["preflight_slurm_block_errors"]
     assert check(HOST_LEAF, [2, 4], "24.11.5") == []
@@ -223,7 +223,7 @@ def test_10000_nodes_render_quickly():
 
 def test_filters_render_topology_and_raise_filter_errors():
     from ansible.errors import AnsibleFilterError
-    from slurm import FilterModule
+    from slurm_topology import FilterModule
 
     filters = FilterModule().filters()
     assert filters["slurm_topology_conf"](HOST_LEAF, "topology/block").count("BlockName=") == 2
@@ -234,7 +234,7 @@ def test_filters_render_topology_and_raise_filter_errors():
 
 def test_ibnetdiscover_filter_refuses_ca_only_capture(fixture_text):
     from ansible.errors import AnsibleFilterError
-    from slurm import FilterModule
+    from ibnetdiscover import FilterModule
 
     leaf_filter = FilterModule().filters()["ibnetdiscover_leaf_of"]
     with pytest.raises(AnsibleFilterError, match="no switch"):

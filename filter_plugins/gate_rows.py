@@ -1,0 +1,39 @@
+"""Filters for the health_gate role's rows, pairs, verdicts and Slurm actions: names mapped to
+module_utils/gate_rows.py."""
+
+import os
+
+import ansible.module_utils
+
+_MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
+if _MU not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_MU)
+
+from ansible.module_utils.gate_rows import (
+    gate_pair_rows,
+    gate_pairs,
+    gate_pass_results,
+    gate_passing,
+    gate_reason_detail,
+    gate_row,
+    gate_slurm_actions,
+    gate_table,
+    gate_tcp_result,
+    gate_verdict,
+)
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "gate_pair_rows": gate_pair_rows,
+            "gate_pairs": gate_pairs,
+            "gate_pass_results": gate_pass_results,
+            "gate_passing": gate_passing,
+            "gate_reason_detail": gate_reason_detail,
+            "gate_row": gate_row,
+            "gate_slurm_actions": gate_slurm_actions,
+            "gate_table": gate_table,
+            "gate_tcp_result": gate_tcp_result,
+            "gate_verdict": gate_verdict,
+        }

@@ -1,0 +1,240 @@
+"""Health gate report rows, pairing, verdicts and Slurm actions: pure functions the filters of
+filter_plugins/gate_rows.py expose (verdict logic of each gate in gate.py).
+
+A *row* is one gate's result on one node, the unit of the report and of the verdict::
+
+    {"node": "gpu02", "gate": "nccl", "verdict": "FAIL", "figure": "5.5GB/s", "threshold": "98GB/s",
+     "reason": "nccl: busbw 5.5 GB/s < 98 GB/s", "partner": None}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ansible.module_utils.gate import ERROR, FAIL, PASS, VERDICTS, blame, fmt_gbps
+from ansible.module_utils.node_reason import make_reason, parse_reason
+
+# Reason kinds a gate may lift: a join's hold and an earlier gate's FAIL. A `move` is the pool executor's.
+ADMIT_KINDS = ("hold", "gate")
+
+
+def _num(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _gbps(value, unit):
+    number = _num(value)
+    return "" if number is None else f"{fmt_gbps(number)}{unit}"
+
+
+def gate_row(result, gate, node, partner=None, threshold=None):
+    """One report row from a gate module's result (gpu_gate, rdma_gate, nccl_gate) or a TCP result.
+
+    ``threshold`` (text) overrides the one read from the figures. A result without a verdict (the
+    task did not run or crashed) is an ERROR: never a pass.
+    """
+    result = result or {}
+    status = result.get("verdict")
+    figures = result.get("figures") or {}
+    if status not in VERDICTS:
+        msg = str(result.get("msg") or "no verdict returned")[:120]
+        return {"node": node, "gate": gate, "verdict": ERROR, "figure": "", "threshold": "",
+                "reason": f"{gate}: {msg}", "partner": partner}
+    figure = threshold_text = ""
+    if gate.startswith("nccl"):
+        figure = _gbps(figures.get("busbw_large_gbps"), "GB/s")
+        threshold_text = _gbps(figures.get("min_busbw_gbps"), "GB/s")
+    elif gate.startswith("tcp"):
+        figure = _gbps(figures.get("tcp_gbps"), "Gb/s")
+        threshold_text = _gbps(figures.get("tcp_min_gbps"), "Gb/s")
+    elif gate == "gpu":
+        if figures.get("gpu_count") is not None:
+            figure = f"{figures['gpu_count']} GPUs"
+    elif gate == "rdma":
+        if figures.get("active") is not None:
+            figure = f"{figures['active']} ports up"
+        threshold_text = _gbps(figures.get("expected_rate_gbps"), "Gb/s")
+    return {"node": node, "gate": gate, "verdict": status, "figure": figure,
+            "threshold": str(threshold_text if threshold is None else threshold),
+            "reason": result.get("reason") or "", "partner": partner}
+
+
+def gate_pass_results(results, gate, min_gbps=None):
+    """One pass of a pairwise gate from a registered loop over pairs (``item`` is ``[a, b]``):
+    ``[{"nodes", "verdict", "reason", "figure", "threshold"}]``. TCP results are iperf3 command
+    results, judged here against ``min_gbps``; NCCL results are nccl_gate results."""
+    out = []
+    for res in results or []:
+        pair = [str(n) for n in res["item"]]
+        if gate.startswith("tcp"):
+            res = gate_tcp_result(res.get("stdout"), res.get("rc"), min_gbps)
+        row = gate_row(res, gate, ",".join(pair))
+        out.append({"nodes": pair, "verdict": row["verdict"], "reason": row["reason"],
+                    "figure": row["figure"], "threshold": row["threshold"]})
+    return out
+
+
+def gate_tcp_result(stdout, rc, min_gbps):
+    """Verdict of one iperf3 client run (``iperf3 -c ... -J``): received throughput against ``min_gbps``.
+
+    A failed run (no connection, a JSON ``error``, unparsable output) is an ERROR, never a FAIL.
+    """
+    figures = {"tcp_gbps": None, "tcp_min_gbps": float(min_gbps)}
+    try:
+        data = json.loads(stdout or "")
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return {"verdict": ERROR, "reason": f"tcp: iperf3 exit {rc} without JSON results", "figures": figures}
+    if data.get("error"):
+        return {"verdict": ERROR, "reason": f"tcp: iperf3: {str(data['error'])[:100]}", "figures": figures}
+    try:
+        bps = float(data["end"]["sum_received"]["bits_per_second"])
+    except (KeyError, TypeError, ValueError):
+        return {"verdict": ERROR, "reason": "tcp: iperf3 JSON has no end.sum_received", "figures": figures}
+    gbps = round(bps / 1e9, 2)
+    figures["tcp_gbps"] = gbps
+    if gbps < float(min_gbps):
+        return {"verdict": FAIL, "figures": figures,
+                "reason": f"tcp: {fmt_gbps(gbps)} Gb/s < {fmt_gbps(float(min_gbps))} Gb/s"}
+    return {"verdict": PASS, "reason": "", "figures": figures}
+
+
+def gate_pairs(nodes, partners=()):
+    """First-pass pairs: sorted nodes two by two; an odd one out pairs with a known-good partner
+    (a node outside the gated set, in service) or else with the first node. One node without any
+    partner gets no pair (the caller reports it)."""
+    nodes = sorted(dict.fromkeys(nodes))
+    outside = [p for p in sorted(dict.fromkeys(partners or ())) if p not in nodes]
+    pairs = [[nodes[i], nodes[i + 1]] for i in range(0, len(nodes) - 1, 2)]
+    if len(nodes) % 2:
+        last = nodes[-1]
+        if outside:
+            pairs.append([last, outside[0]])
+        elif len(nodes) > 1:
+            pairs.append([last, nodes[0]])
+    return pairs
+
+
+def gate_pair_rows(first_pass, second_pass, known_good, gate, nodes):
+    """Rows for ``nodes`` from a pairwise gate's two passes.
+
+    Each pass is a list of ``{"nodes": [a, b], "verdict", "reason", "figure", "threshold"}``. The node's
+    verdict comes from blame(); its figure from the pair that decided it (a failed pair with the partner
+    blame names, else the node's last pair). A node in ``nodes`` that no pair tested (no partner, or
+    left out by an earlier gate) gets an ERROR row: a pairwise gate that did not run is not a pass.
+    """
+    per_node = blame(first_pass, second_pass or [], known_good)
+    tests = list(first_pass) + list(second_pass or [])
+    rows = []
+    for node in nodes:
+        decided = per_node.get(node)
+        if decided is None:  # never paired (no partner, or held back by an earlier gate): not a pass
+            rows.append({"node": node, "gate": gate, "verdict": ERROR, "figure": "", "threshold": "",
+                         "reason": f"{gate}: not tested (no pair for this node)", "partner": None})
+            continue
+        mine = [t for t in tests if node in t["nodes"]]
+        partner_named = re.search(r"(?:with known-good|with) (\S+)", decided["reason"] or "")
+        pick = None
+        if partner_named:
+            pick = next((t for t in reversed(mine) if partner_named.group(1) in t["nodes"]), None)
+        if pick is None and decided["verdict"] == PASS:
+            pick = next((t for t in reversed(mine) if t["verdict"] == PASS), None)
+        pick = pick or (mine[-1] if mine else {})
+        partner = next((n for n in pick.get("nodes", []) if n != node), None)
+        reason = decided["reason"]
+        if decided["verdict"] == FAIL and pick.get("reason"):
+            reason = f"{pick['reason']} ({reason})"
+        rows.append({"node": node, "gate": gate, "verdict": decided["verdict"],
+                     "figure": pick.get("figure", ""), "threshold": pick.get("threshold", ""),
+                     "reason": reason, "partner": partner})
+    return rows
+
+
+def gate_verdict(rows):
+    """A node's verdict from its rows: the first FAIL row, else the first ERROR row, else PASS.
+
+    Fails closed: no rows at all (no gate ran) is an ERROR, and so is a row whose verdict is not one
+    of PASS, FAIL, ERROR.
+    """
+    rows = list(rows or [])
+    if not rows:
+        return {"verdict": ERROR, "gate": "all", "figure": "", "threshold": "", "partner": None,
+                "reason": "gate: no gate ran on this node", "node": None}
+    for row in rows:
+        if row.get("verdict") not in VERDICTS:
+            return {**dict(row), "verdict": ERROR,
+                    "reason": f"{row.get('gate', 'gate')}: unknown verdict {row.get('verdict')!r}"}
+    for status in (FAIL, ERROR):
+        hit = next((r for r in rows if r["verdict"] == status), None)
+        if hit:
+            return dict(hit)
+    return {"verdict": PASS, "gate": "all", "figure": "", "threshold": "", "reason": "",
+            "node": rows[0]["node"], "partner": None}
+
+
+def gate_passing(nodes, hostvars, var="__health_gate_rows"):
+    """The nodes whose rows so far are all PASS (the ones that go on to the pairwise checks)."""
+    return [n for n in nodes if all(r["verdict"] == PASS for r in (hostvars[n].get(var) or []))]
+
+
+def gate_reason_detail(row):
+    """The Slurm-reason detail for a FAIL row: the gate and the figure, e.g.
+    ``nccl:busbw_5.5GB/s_below_98GB/s`` (node_reason cleans and bounds it)."""
+    text = row.get("reason") or ""
+    text = re.sub(r"^[a-z0-9_-]+:\s*", "", text, count=1)
+    text = re.sub(r"\s+(GB/s|Gb/s|s)\b", r"\1", text)
+    text = re.sub(r"\s*<\s*", "_below_", text)
+    text = re.sub(r"\s*\(.*$", "", text)
+    partner = f"_with_{row['partner']}" if row.get("partner") else ""
+    return re.sub(r"\s+", "_", f"{row['gate']}:{text.strip()}{partner}")
+
+
+def gate_slurm_actions(verdicts, views, run_id, pool="slurm"):
+    """Slurm changes for the gated nodes: ``[{"node", "action": "drain"|"resume", "reason"}]``.
+
+    * FAIL: drain with ``gpufleet:gate,...,<gate>:<figure>`` unless an admin's drain is there (never
+      touched) or the node already carries that gate reason (a re-run changes nothing);
+    * PASS: resume only a node drained with a ``hold`` or ``gate`` reason of ours for this pool;
+    * ERROR: nothing (not blamed, not admitted: a held node stays held with its reason).
+    Nodes that Slurm does not know are left out.
+    """
+    actions = []
+    for node in sorted(verdicts):
+        row, view = verdicts[node], (views or {}).get(node)
+        if view is None:
+            continue
+        ours = view.get("ours") if view.get("ours") is not None else parse_reason(view.get("reason"))
+        drained = bool(view.get("drained"))
+        if row["verdict"] == FAIL:
+            if drained and ours is None:
+                continue
+            detail = gate_reason_detail(row)
+            reason = make_reason("gate", detail, run_id=run_id, target=pool)
+            wanted = parse_reason(reason)["detail"]
+            if drained and ours and ours["kind"] == "gate" and ours["detail"] == wanted:
+                continue
+            actions.append({"node": node, "action": "drain", "reason": reason})
+        elif (row["verdict"] == PASS and drained and ours and ours["kind"] in ADMIT_KINDS
+              and ours.get("target") in (None, pool)):
+            actions.append({"node": node, "action": "resume", "reason": ""})
+    return actions
+
+
+def gate_table(rows):
+    """The console table: node, gate, figure, threshold, verdict (and the reason when not PASS)."""
+    head = ("node", "gate", "figure", "threshold", "verdict")
+    body = [(r["node"], r["gate"] + (f" ({r['partner']})" if r.get("partner") else ""), r.get("figure") or "-",
+             r.get("threshold") or "-", r["verdict"]) for r in rows]
+    widths = [max(len(str(c)) for c in col) for col in zip(head, *body, strict=False)]
+    lines = []
+    for cells, row in zip([head, *body], [None, *rows], strict=False):
+        line = "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=False)).rstrip()
+        if row and row["verdict"] != PASS and row.get("reason"):
+            line += f"  {row['reason']}"
+        lines.append(line)
+    return lines

@@ -1,0 +1,31 @@
+"""NodeName entries from gathered facts: the caller names the variable that carries Gres=."""
+
+import pytest
+from ansible.module_utils.slurm_conf import SlurmConfDataError, nodes_from_facts
+
+FACTS = {
+    "ansible_processor_count": 2,
+    "ansible_processor_cores": 16,
+    "ansible_processor_threads_per_core": 2,
+    "ansible_memtotal_mb": 257000,
+}
+
+
+def test_node_line_from_facts_and_the_named_gres_variable():
+    hostvars = {"gpu01.lab": dict(FACTS, discovered_gres="gpu:h100:8", gpu_discovery_gres="gpu:a100:4")}
+    (node,) = nodes_from_facts(["gpu01.lab"], hostvars, 1024, "discovered_gres")
+    assert node == {
+        "NodeName": "gpu01", "CPUs": 64, "Sockets": 2, "CoresPerSocket": 16, "ThreadsPerCore": 2,
+        "RealMemory": 255976, "Gres": "gpu:h100:8",
+    }
+
+
+def test_a_host_without_the_named_gres_variable_gets_no_gres():
+    (node,) = nodes_from_facts(["gpu01"], {"gpu01": dict(FACTS, gpu_discovery_gres="gpu:a100:4")}, 0, "other")
+    assert "Gres" not in node
+
+
+def test_missing_facts_name_the_host():
+    with pytest.raises(SlurmConfDataError, match="host gpu02: facts ansible_memtotal_mb are missing"):
+        nodes_from_facts(["gpu02"], {"gpu02": {k: v for k, v in FACTS.items() if k != "ansible_memtotal_mb"}},
+                         1024, "gpu_discovery_gres")
