@@ -90,11 +90,40 @@ def duplicate_name_errors(hostvars, hosts):
     return errors
 
 
+def forbidden_char_errors(hostvars, groups, hosts, forbidden):
+    """Variables whose value must not hold some characters (a secret a config file cannot carry).
+
+    forbidden: {var: {chars: "#\\\"", whitespace: bool, groups: [group, ...], why: text}}; the rule
+    applies to the members of `groups` (every host when absent) that set the variable. The message
+    names the host, the variable and the characters, never the value.
+    """
+    errors = []
+    for var in sorted(forbidden):
+        rule = forbidden[var] or {}
+        chars = str(rule.get("chars") or "")
+        spaces = bool(rule.get("whitespace"))
+        if rule.get("groups"):
+            members = {h for g in rule["groups"] for h in groups.get(g, [])}
+            scope = [h for h in hosts if h in members]
+        else:
+            scope = list(hosts)
+        for host in scope:
+            hv = hostvars[host]
+            if var not in hv or hv[var] is None:
+                continue
+            value = str(hv[var])
+            if any(c in chars for c in value) or (spaces and any(c.isspace() for c in value)):
+                listed = " ".join(chars) + (" or whitespace" if spaces else "")
+                why = f": {rule['why']}" if rule.get("why") else ""
+                errors.append(f"host {host}: variable {var} contains a character it must not hold ({listed}){why}")
+    return errors
+
+
 def inventory_errors(hostvars, groups, rules):
     """All preflight errors for an inventory, in a stable order.
 
     rules: {exclusive_groups: [[g1, g2], ...], required_vars: {group: [var, ...]},
-            var_types: {var: type}, hosts: [host, ...]}
+            var_types: {var: type}, forbidden_chars: {var: rule}, hosts: [host, ...]}
     """
     hosts = list(rules.get("hosts") or groups.get("all", []))
     errors = []
@@ -102,4 +131,5 @@ def inventory_errors(hostvars, groups, rules):
     errors += exclusive_group_errors(groups, rules.get("exclusive_groups") or [])
     errors += required_var_errors(hostvars, groups, rules.get("required_vars") or {})
     errors += type_errors(hostvars, hosts, rules.get("var_types") or {})
+    errors += forbidden_char_errors(hostvars, groups, hosts, rules.get("forbidden_chars") or {})
     return errors

@@ -1,5 +1,6 @@
 """Preflight inventory checks: each error names the host and the variable."""
 
+import pytest
 from ansible.module_utils.inventory_check import inventory_errors
 
 GROUPS = {
@@ -62,3 +63,23 @@ def test_duplicate_short_hostnames_and_addresses_are_errors():
     errors = inventory_errors(hv, groups, {})
     assert any("short hostname gpu01 duplicates host gpu01.a.example" in e for e in errors)
     assert any("host gpu01.b.example: variable ansible_host 10.0.0.1" in e for e in errors)
+
+
+FORBIDDEN = {"slurm_dbd_storage_password": {"chars": '#\\"', "whitespace": True, "groups": ["slurm_controller"]}}
+
+
+@pytest.mark.parametrize(
+    "password", ["abcdefgh#ijklmn", "abcdefgh\\ijklmn", 'abcdefgh"ijklmn', "abcdefgh ijklmn", "abc\tdefghijklm"]
+)
+def test_a_password_slurmdbd_conf_cannot_hold_is_refused_without_printing_it(password):
+    errors = inventory_errors(hostvars(ctl1={"slurm_dbd_storage_password": password}), GROUPS,
+                              dict(RULES, forbidden_chars=FORBIDDEN))
+    assert errors == [
+        "host ctl1: variable slurm_dbd_storage_password contains a character it must not hold (# \\ \" or whitespace)"
+    ]
+    assert password not in errors[0]
+
+
+def test_a_clean_password_and_hosts_outside_the_groups_pass():
+    hv = hostvars(ctl1={"slurm_dbd_storage_password": "Abcdefgh-1234_xyz"}, gpu01={"slurm_dbd_storage_password": "a#b"})
+    assert inventory_errors(hv, GROUPS, dict(RULES, forbidden_chars=FORBIDDEN)) == []

@@ -30,6 +30,10 @@ def run_site(inventory):
                 "host gpu01: variable cluster_gpu_count must be of type int, got 'eight'",
             ],
         ),
+        (
+            "bad_dbd_password",
+            ["host ctl1: variable slurm_dbd_storage_password contains a character it must not hold (#"],
+        ),
     ],
 )
 def test_bad_inventory_fails_in_preflight_naming_host_and_variable(inventory, expected):
@@ -41,3 +45,5 @@ def test_bad_inventory_fails_in_preflight_naming_host_and_variable(inventory, ex
     # Nothing past preflight ran: no node was contacted.
     assert "Apply the common base" not in out, out
     assert "UNREACHABLE" not in out, out
+    # A refused secret is never printed.
+    assert "cut-here" not in out, out
