@@ -119,11 +119,32 @@ def forbidden_char_errors(hostvars, groups, hosts, forbidden):
     return errors
 
 
+def shared_state_errors(hostvars, controllers, shared_var):
+    """Several controllers need one StateSaveLocation on shared storage, declared by `shared_var`.
+
+    Each controller that does not set `shared_var` true is named; one controller needs nothing.
+    """
+    controllers = list(controllers or [])
+    if len(controllers) < 2 or not shared_var:
+        return []
+    errors = []
+    for host in controllers:
+        value = hostvars[host].get(shared_var) if hasattr(hostvars[host], "get") else None
+        if value is not True and str(value).lower() not in ("true", "yes", "1"):
+            errors.append(
+                f"host {host}: variable {shared_var} must be true: {len(controllers)} controllers "
+                f"({', '.join(controllers)}) need StateSaveLocation on storage they all mount, "
+                f"else a failover loses every job"
+            )
+    return errors
+
+
 def inventory_errors(hostvars, groups, rules):
     """All preflight errors for an inventory, in a stable order.
 
     rules: {exclusive_groups: [[g1, g2], ...], required_vars: {group: [var, ...]},
-            var_types: {var: type}, forbidden_chars: {var: rule}, hosts: [host, ...]}
+            var_types: {var: type}, forbidden_chars: {var: rule}, hosts: [host, ...],
+            controllers: [host, ...], controllers_shared_var: var}
     """
     hosts = list(rules.get("hosts") or groups.get("all", []))
     errors = []
@@ -132,4 +153,5 @@ def inventory_errors(hostvars, groups, rules):
     errors += required_var_errors(hostvars, groups, rules.get("required_vars") or {})
     errors += type_errors(hostvars, hosts, rules.get("var_types") or {})
     errors += forbidden_char_errors(hostvars, groups, hosts, rules.get("forbidden_chars") or {})
+    errors += shared_state_errors(hostvars, rules.get("controllers"), rules.get("controllers_shared_var"))
     return errors

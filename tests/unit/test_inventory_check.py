@@ -83,3 +83,23 @@ def test_a_password_slurmdbd_conf_cannot_hold_is_refused_without_printing_it(pas
 def test_a_clean_password_and_hosts_outside_the_groups_pass():
     hv = hostvars(ctl1={"slurm_dbd_storage_password": "Abcdefgh-1234_xyz"}, gpu01={"slurm_dbd_storage_password": "a#b"})
     assert inventory_errors(hv, GROUPS, dict(RULES, forbidden_chars=FORBIDDEN)) == []
+
+
+def test_several_controllers_without_shared_state_are_each_named():
+    hv = hostvars()
+    hv["ctl2"] = {"cluster_name": "c", "slurm_common_state_save_shared": True}
+    rules = dict(RULES, controllers=["ctl1", "ctl2"], controllers_shared_var="slurm_common_state_save_shared")
+    errors = inventory_errors(hv, dict(GROUPS, all=[*GROUPS["all"], "ctl2"]), rules)
+    assert errors == [
+        "host ctl1: variable slurm_common_state_save_shared must be true: 2 controllers (ctl1, ctl2) need "
+        "StateSaveLocation on storage they all mount, else a failover loses every job"
+    ]
+
+
+def test_one_controller_or_shared_state_passes():
+    hv = hostvars(ctl1={"slurm_common_state_save_shared": True})
+    hv["ctl2"] = {"cluster_name": "c", "ansible_host": "10.0.0.9", "slurm_common_state_save_shared": True}
+    rules = dict(RULES, controllers=["ctl1", "ctl2"], controllers_shared_var="slurm_common_state_save_shared")
+    assert inventory_errors(hv, dict(GROUPS, all=[*GROUPS["all"], "ctl2"]), rules) == []
+    assert inventory_errors(hostvars(), GROUPS, dict(RULES, controllers=["ctl1"],
+                                                     controllers_shared_var="slurm_common_state_save_shared")) == []

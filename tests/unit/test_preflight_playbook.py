@@ -31,6 +31,13 @@ def run_site(inventory):
             ],
         ),
         (
+            "bad_controllers",
+            [
+                "host ctl1: variable slurm_common_state_save_shared must be true: 2 controllers (ctl1, ctl2)",
+                "host ctl2: variable slurm_common_state_save_shared must be true",
+            ],
+        ),
+        (
             "bad_dbd_password",
             ["host ctl1: variable slurm_dbd_storage_password contains a character it must not hold (#"],
         ),
