@@ -9,6 +9,7 @@ if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
 from ansible.module_utils.filter_errors import as_filter
+from ansible.module_utils.slurm_change import SlurmConfError
 from ansible.module_utils.slurm_conf import (
     SlurmConfDataError,
     config_lines,
@@ -16,11 +17,14 @@ from ansible.module_utils.slurm_conf import (
     host_attr_map,
     node_entities,
     nodes_from_facts,
+    per_gpu_defaults,
+    resolve_mem_defaults,
+    task_plugins,
 )
 
 
 def _guard(func):
-    return as_filter(func, SlurmConfDataError, prefix=False)
+    return as_filter(func, (SlurmConfDataError, SlurmConfError), prefix=False)
 
 
 class FilterModule:
@@ -31,4 +35,7 @@ class FilterModule:
             "slurm_node_entities": _guard(node_entities),
             "slurm_nodes_from_facts": _guard(nodes_from_facts),
             "slurm_host_attr_map": _guard(host_attr_map),
+            "slurm_per_gpu_defaults": _guard(per_gpu_defaults),
+            "slurm_resolve_mem_defaults": _guard(resolve_mem_defaults),
+            "slurm_task_plugins": _guard(task_plugins),
         }

@@ -169,12 +169,62 @@ def pool_errors(hostvars, groups, pool):
     return errors
 
 
+def forbidden_char_errors(hostvars, groups, hosts, forbidden):
+    """Variables whose value must not hold some characters (a secret a config file cannot carry).
+
+    forbidden: {var: {chars: "#\\\"", whitespace: bool, groups: [group, ...], why: text}}; the rule
+    applies to the members of `groups` (every host when absent) that set the variable. The message
+    names the host, the variable and the characters, never the value.
+    """
+    errors = []
+    for var in sorted(forbidden):
+        rule = forbidden[var] or {}
+        chars = str(rule.get("chars") or "")
+        spaces = bool(rule.get("whitespace"))
+        if rule.get("groups"):
+            members = {h for g in rule["groups"] for h in groups.get(g, [])}
+            scope = [h for h in hosts if h in members]
+        else:
+            scope = list(hosts)
+        for host in scope:
+            hv = hostvars[host]
+            if var not in hv or hv[var] is None:
+                continue
+            value = str(hv[var])
+            if any(c in chars for c in value) or (spaces and any(c.isspace() for c in value)):
+                listed = " ".join(chars) + (" or whitespace" if spaces else "")
+                why = f": {rule['why']}" if rule.get("why") else ""
+                errors.append(f"host {host}: variable {var} contains a character it must not hold ({listed}){why}")
+    return errors
+
+
+def shared_state_errors(hostvars, controllers, shared_var):
+    """Several controllers need one StateSaveLocation on shared storage, declared by `shared_var`.
+
+    Each controller that does not set `shared_var` true is named; one controller needs nothing.
+    """
+    controllers = list(controllers or [])
+    if len(controllers) < 2 or not shared_var:
+        return []
+    errors = []
+    for host in controllers:
+        value = hostvars[host].get(shared_var) if hasattr(hostvars[host], "get") else None
+        if value is not True and str(value).lower() not in ("true", "yes", "1"):
+            errors.append(
+                f"host {host}: variable {shared_var} must be true: {len(controllers)} controllers "
+                f"({', '.join(controllers)}) need StateSaveLocation on storage they all mount, "
+                f"else a failover loses every job"
+            )
+    return errors
+
+
 def inventory_errors(hostvars, groups, rules):
     """All preflight errors for an inventory, in a stable order.
 
     rules: {exclusive_groups: [[g1, g2], ...], required_vars: {group: [var, ...]},
             var_types: {var: type}, var_patterns: {var: regex}, subset_groups: [[inner, outer], ...],
-            all_or_none: {group: [var, ...]}, hosts: [host, ...], pool: see pool_errors}
+            all_or_none: {group: [var, ...]}, forbidden_chars: {var: rule}, hosts: [host, ...],
+            controllers: [host, ...], controllers_shared_var: var, pool: see pool_errors}
     """
     hosts = list(rules.get("hosts") or groups.get("all", []))
     errors = []
@@ -186,4 +236,6 @@ def inventory_errors(hostvars, groups, rules):
     errors += subset_group_errors(groups, rules.get("subset_groups") or [])
     errors += all_or_none_errors(hostvars, groups, rules.get("all_or_none") or {})
     errors += pool_errors(hostvars, groups, rules.get("pool") or {})
+    errors += forbidden_char_errors(hostvars, groups, hosts, rules.get("forbidden_chars") or {})
+    errors += shared_state_errors(hostvars, rules.get("controllers"), rules.get("controllers_shared_var"))
     return errors

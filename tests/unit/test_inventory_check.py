@@ -1,5 +1,6 @@
 """Preflight inventory checks: each error names the host and the variable."""
 
+import pytest
 from ansible.module_utils.inventory_check import inventory_errors
 
 GROUPS = {
@@ -128,3 +129,41 @@ def test_leaf_switch_on_some_gpu_nodes_only_names_the_others():
                               GROUPS, rules)
     assert errors == ["host gpu02: variable cluster_leaf_switch is missing, but gpu01 of group gpu_nodes set it "
                       "(set it on every member or on none; variable preflight_all_or_none)"]
+FORBIDDEN = {"slurm_dbd_storage_password": {"chars": '#\\"', "whitespace": True, "groups": ["slurm_controller"]}}
+
+
+@pytest.mark.parametrize(
+    "password", ["abcdefgh#ijklmn", "abcdefgh\\ijklmn", 'abcdefgh"ijklmn', "abcdefgh ijklmn", "abc\tdefghijklm"]
+)
+def test_a_password_slurmdbd_conf_cannot_hold_is_refused_without_printing_it(password):
+    errors = inventory_errors(hostvars(ctl1={"slurm_dbd_storage_password": password}), GROUPS,
+                              dict(RULES, forbidden_chars=FORBIDDEN))
+    assert errors == [
+        "host ctl1: variable slurm_dbd_storage_password contains a character it must not hold (# \\ \" or whitespace)"
+    ]
+    assert password not in errors[0]
+
+
+def test_a_clean_password_and_hosts_outside_the_groups_pass():
+    hv = hostvars(ctl1={"slurm_dbd_storage_password": "Abcdefgh-1234_xyz"}, gpu01={"slurm_dbd_storage_password": "a#b"})
+    assert inventory_errors(hv, GROUPS, dict(RULES, forbidden_chars=FORBIDDEN)) == []
+
+
+def test_several_controllers_without_shared_state_are_each_named():
+    hv = hostvars()
+    hv["ctl2"] = {"cluster_name": "c", "slurm_common_state_save_shared": True}
+    rules = dict(RULES, controllers=["ctl1", "ctl2"], controllers_shared_var="slurm_common_state_save_shared")
+    errors = inventory_errors(hv, dict(GROUPS, all=[*GROUPS["all"], "ctl2"]), rules)
+    assert errors == [
+        "host ctl1: variable slurm_common_state_save_shared must be true: 2 controllers (ctl1, ctl2) need "
+        "StateSaveLocation on storage they all mount, else a failover loses every job"
+    ]
+
+
+def test_one_controller_or_shared_state_passes():
+    hv = hostvars(ctl1={"slurm_common_state_save_shared": True})
+    hv["ctl2"] = {"cluster_name": "c", "ansible_host": "10.0.0.9", "slurm_common_state_save_shared": True}
+    rules = dict(RULES, controllers=["ctl1", "ctl2"], controllers_shared_var="slurm_common_state_save_shared")
+    assert inventory_errors(hv, dict(GROUPS, all=[*GROUPS["all"], "ctl2"]), rules) == []
+    assert inventory_errors(hostvars(), GROUPS, dict(RULES, controllers=["ctl1"],
+                                                     controllers_shared_var="slurm_common_state_save_shared")) == []

@@ -37,6 +37,17 @@ def run_site(inventory):
                 "cluster_slurm_accounting: user alice names unknown account 'physics'",
             ],
         ),
+        (
+            "bad_controllers",
+            [
+                "host ctl1: variable slurm_common_state_save_shared must be true: 2 controllers (ctl1, ctl2)",
+                "host ctl2: variable slurm_common_state_save_shared must be true",
+            ],
+        ),
+        (
+            "bad_dbd_password",
+            ["host ctl1: variable slurm_dbd_storage_password contains a character it must not hold (#"],
+        ),
     ],
 )
 def test_bad_inventory_fails_in_preflight_naming_host_and_variable(inventory, expected):
@@ -48,6 +59,8 @@ def test_bad_inventory_fails_in_preflight_naming_host_and_variable(inventory, ex
     # Nothing past preflight ran: no node was contacted.
     assert "Apply the common base" not in out, out
     assert "UNREACHABLE" not in out, out
+    # A refused secret is never printed.
+    assert "cut-here" not in out, out
 
 
 def plays_started(out):
