@@ -1,4 +1,5 @@
-"""Filters for k3s: the secure agent join token built from the server CA and the agent token's password."""
+"""Filters for k3s: the secure agent join token built from the server CA and the agent token's password, and the
+add-on images an air-gapped site's registries.yaml mirrors leave uncovered."""
 
 import hashlib
 import re
@@ -40,6 +41,46 @@ def k3s_agent_token(password, ca_hash):
     return f"{_PREFIX}{ca_hash}::{_AGENT_USER}:{password}"
 
 
+def image_registry(image):
+    """Registry host of an image reference, as containerd resolves it (docker.io when the first part is no host)."""
+    if not isinstance(image, str) or not image or any(c.isspace() for c in image):
+        raise AnsibleFilterError(f"image reference {image!r} is not a string without spaces")
+    first, sep, _ = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return "docker.io" if first == "index.docker.io" else first
+    return "docker.io"
+
+
+def _check_registries(registries):
+    """Shape of k3s's registries.yaml (mirrors, configs); raise naming the offending key."""
+    if not isinstance(registries, dict):
+        raise AnsibleFilterError("registries.yaml data must be a mapping with mirrors and/or configs")
+    unknown = sorted(set(registries) - {"mirrors", "configs"})
+    if unknown:
+        raise AnsibleFilterError(f"registries.yaml data has unknown top-level key(s) {', '.join(unknown)}")
+    mirrors = registries.get("mirrors") or {}
+    if not isinstance(mirrors, dict):
+        raise AnsibleFilterError("registries.yaml mirrors must be a mapping of registry -> {endpoint, rewrite}")
+    for name, mirror in mirrors.items():
+        if not isinstance(mirror, dict) or set(mirror) - {"endpoint", "rewrite"}:
+            raise AnsibleFilterError(f"registries.yaml mirrors.{name} may only hold endpoint and rewrite")
+        endpoint = mirror.get("endpoint")
+        if not isinstance(endpoint, list) or not endpoint or not all(isinstance(e, str) and e for e in endpoint):
+            raise AnsibleFilterError(f"registries.yaml mirrors.{name}.endpoint must be a non-empty list of URLs")
+        if not isinstance(mirror.get("rewrite", {}), dict):
+            raise AnsibleFilterError(f"registries.yaml mirrors.{name}.rewrite must map a regex to its replacement")
+    return mirrors
+
+
+def k3s_unmirrored_images(images, registries):
+    """Images (sorted) whose registry no mirror of k3s's registries.yaml data serves ("*" serves every one)."""
+    mirrors = _check_registries(registries)
+    if "*" in mirrors:
+        return []
+    return sorted({image for image in images if image_registry(image) not in mirrors})
+
+
 class FilterModule:
     def filters(self):
-        return {"k3s_ca_hash": k3s_ca_hash, "k3s_agent_token": k3s_agent_token}
+        return {"k3s_ca_hash": k3s_ca_hash, "k3s_agent_token": k3s_agent_token,
+                "k3s_unmirrored_images": k3s_unmirrored_images}
