@@ -1,0 +1,166 @@
+"""Air-gap (issue 20): the pinned add-ons' images are data, k3s's registries.yaml mirrors must serve every one
+of them when the install method is airgap, and the KubeRay CRDs (the chart's crds/, skipped by helm upgrade) are
+applied from files/crds before the chart."""
+
+import base64
+import gzip
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+from k3s import image_registry, k3s_unmirrored_images  # filter_plugins/k3s.py
+from k8s_files import k8s_file_text  # filter_plugins/k8s_files.py
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VERSIONS = yaml.safe_load((ROOT / "playbooks/vars/k8s_versions.yml").read_text())["cluster_k8s_versions"]
+PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
+ADDONS = ["gpu_operator", "volcano", "kueue", "kuberay"]
+IMAGES = [image for addon in ADDONS for image in VERSIONS[addon]["images"]]
+MIRROR = ["https://mirror.site:5000"]
+ALL_MIRRORS = {"mirrors": {r: {"endpoint": MIRROR} for r in ("docker.io", "nvcr.io", "registry.k8s.io", "quay.io")}}
+
+
+@pytest.mark.parametrize(("image", "registry"), [
+    ("nvcr.io/nvidia/gpu-operator:v26.7.0", "nvcr.io"), ("volcanosh/vc-scheduler:v1.15.1", "docker.io"),
+    ("busybox", "docker.io"), ("localhost/x:1", "localhost"), ("mirror.site:5000/a/b:1", "mirror.site:5000"),
+    ("index.docker.io/library/busybox", "docker.io"),
+])
+def test_image_registry_follows_the_reference_rules(image, registry):
+    assert image_registry(image) == registry
+
+
+@pytest.mark.parametrize("addon", ADDONS)
+def test_every_pinned_addon_lists_its_images_and_its_own_image_carries_the_pinned_version(addon):
+    entry = VERSIONS[addon]
+    assert entry["images"], f"{addon}: no images listed"
+    version = str(entry["version"]).lstrip("v")
+    assert any(image.rsplit(":", 1)[1].lstrip("v") == version for image in entry["images"]), (
+        f"{addon} {entry['version']}: no image tagged with the pinned version; refresh the images with the pin")
+    assert all(":" in image.rsplit("/", 1)[1] and "latest" not in image for image in entry["images"])
+
+
+def test_mirrors_for_every_registry_leave_no_pinned_image_uncovered():
+    assert k3s_unmirrored_images(IMAGES, ALL_MIRRORS) == []
+    assert k3s_unmirrored_images(IMAGES, {"mirrors": {"*": {"endpoint": MIRROR}}}) == []
+
+
+def test_a_missing_mirror_names_every_image_of_that_registry():
+    mirrors = {"mirrors": {r: {"endpoint": MIRROR} for r in ("docker.io", "registry.k8s.io", "quay.io")}}
+    assert k3s_unmirrored_images(IMAGES, mirrors) == sorted(i for i in IMAGES if i.startswith("nvcr.io/"))
+    assert len(k3s_unmirrored_images(IMAGES, {})) == len(set(IMAGES))
+
+
+@pytest.mark.parametrize(("registries", "message"), [
+    ({"mirror": {}}, "unknown top-level key(s) mirror"),
+    ({"mirrors": {"nvcr.io": {"endpoint": []}}}, "mirrors.nvcr.io.endpoint must be a non-empty list"),
+    ({"mirrors": {"nvcr.io": {"endpoint": MIRROR, "rewrites": {}}}},
+     "mirrors.nvcr.io may only hold endpoint and rewrite"),
+    ({"mirrors": {"nvcr.io": {"endpoint": MIRROR, "rewrite": ["x"]}}}, "mirrors.nvcr.io.rewrite must map"),
+])
+def test_malformed_registries_data_is_refused_naming_the_key(registries, message):
+    with pytest.raises(AnsibleFilterError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        k3s_unmirrored_images(IMAGES, registries)
+
+
+def test_file_text_gunzips_the_stored_crds_and_passes_plain_text_through():
+    stored = ROOT / "files/crds/kuberay/1.7.0/ray.io_rayjobs.yaml.gz"
+    text = k8s_file_text(base64.b64encode(stored.read_bytes()).decode())
+    assert text == gzip.decompress(stored.read_bytes()).decode()
+    assert yaml.safe_load(text)["metadata"]["name"] == "rayjobs.ray.io"
+    assert k8s_file_text(base64.b64encode(b"kind: X\n").decode()) == "kind: X\n"
+    with pytest.raises(AnsibleFilterError):
+        k8s_file_text("%%% not base64 %%%")
+    with pytest.raises(AnsibleFilterError):
+        k8s_file_text(base64.b64encode(b"\x1f\x8b broken gzip").decode())
+
+
+def run(tmp, plays, hostvars):
+    inventory = {"all": {
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, **hostvars},
+        "children": {"k8s_server": {"hosts": {"ctl1": {"ansible_host": "10.0.0.1"}}},
+                     "k8s_agent": {"hosts": {"gpu01": {"ansible_host": "10.0.1.1"}}}},
+    }}
+    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run([PLAYBOOK, "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
+def k3s_render_play(hosts, role):
+    return {"name": role, "hosts": hosts, "gather_facts": False,
+            "vars_files": [str(ROOT / "playbooks/vars/k8s_versions.yml")],
+            "tasks": [{"name": "Run", "ansible.builtin.import_role": {"name": role, "tasks_from": "render"}}]}
+
+
+def test_airgapped_render_writes_the_mirrors_without_credentials(tmp_path):
+    registries = {**ALL_MIRRORS, "configs": {"mirror.site:5000": {"auth": {"username": "u", "password": "p4ss"}}}}
+    rc, out = run(tmp_path, [k3s_render_play("k8s_agent", "k3s_agent")], {
+        "k3s_agent_render_dir": str(tmp_path / "out"), "k3s_agent_install_method": "airgap",
+        "k3s_agent_registries": registries})
+    assert rc == 0, out
+    text = (tmp_path / "out/gpu01/etc/rancher/k3s/registries.yaml").read_text()
+    assert yaml.safe_load(text) == ALL_MIRRORS and "p4ss" not in text
+
+
+@pytest.mark.parametrize("role", ["k3s_server", "k3s_agent"])
+def test_airgapped_render_without_a_mirror_fails_naming_host_variable_and_images(tmp_path, role):
+    host, group = ("ctl1", "k8s_server") if role == "k3s_server" else ("gpu01", "k8s_agent")
+    mirrors = {"mirrors": {r: {"endpoint": MIRROR} for r in ("nvcr.io", "registry.k8s.io", "quay.io")}}
+    rc, out = run(tmp_path, [k3s_render_play(group, role)], {
+        f"{role}_render_dir": str(tmp_path / "out"), f"{role}_install_method": "airgap",
+        f"{role}_registries": mirrors})
+    assert rc != 0, out
+    flat = " ".join(out.split())
+    assert f"{host}: with {role}_install_method airgap, {role}_registries has no mirror for the registry of" in flat
+    assert "docker.io/volcanosh/vc-scheduler:v1.15.1" in flat, out
+
+
+def test_downloading_sites_need_no_mirror(tmp_path):
+    rc, out = run(tmp_path, [k3s_render_play("k8s_agent", "k3s_agent")],
+                  {"k3s_agent_render_dir": str(tmp_path / "out")})
+    assert rc == 0, out
+    assert not (tmp_path / "out/gpu01/etc/rancher/k3s/registries.yaml").exists()
+
+
+@pytest.mark.parametrize("role", ["k3s_server", "k3s_agent"])
+def test_registries_file_on_the_node_is_0600_and_its_task_hides_the_content(role):
+    tasks = yaml.safe_load((ROOT / "roles" / role / "tasks/config.yml").read_text())
+    templates = [t for t in tasks if "ansible.builtin.template" in t]
+    write = next(t for t in templates if t["ansible.builtin.template"]["dest"].endswith("/registries.yaml"))
+    assert write["ansible.builtin.template"]["mode"] == "0600" and write["no_log"] is True
+
+
+def kuberay_play():
+    return {"name": "kuberay", "hosts": "k8s_server", "gather_facts": False,
+            "vars_files": [str(ROOT / "playbooks/vars/k8s_versions.yml")], "roles": [{"role": "kuberay"}]}
+
+
+def test_kuberay_writes_the_pinned_crds_and_applies_them_before_a_chart_installed_without_crds(tmp_path):
+    rc, out = run(tmp_path, [kuberay_play()], {"kuberay_apply": False, "kuberay_manifest_dir": str(tmp_path / "ray")})
+    assert rc == 0, out
+    crds = [d for d in yaml.safe_load_all((tmp_path / "ray/crds.yaml").read_text()) if d]
+    assert sorted(d["metadata"]["name"] for d in crds) == [
+        "rayclusters.ray.io", "raycronjobs.ray.io", "rayjobs.ray.io", "rayservices.ray.io"]
+    stored = sorted((ROOT / "files/crds/kuberay" / VERSIONS["kuberay"]["version"]).glob("*.yaml.gz"))
+    assert crds == [yaml.safe_load(gzip.decompress(p.read_bytes())) for p in stored], "byte-for-byte the stored CRDs"
+    tasks = yaml.safe_load((ROOT / "roles/kuberay/tasks/apply.yml").read_text())
+    modules = [next(k for k in t if k.startswith("kubernetes.core.")) for t in tasks]
+    helm = modules.index("kubernetes.core.helm")
+    assert modules[0] == "kubernetes.core.k8s" and tasks[0]["kubernetes.core.k8s"]["src"].endswith("/crds.yaml")
+    assert tasks[0]["kubernetes.core.k8s"]["server_side_apply"]["force_conflicts"] is True
+    assert modules.index("kubernetes.core.k8s_info") < helm, "CRDs Established before the chart"
+    assert tasks[helm]["kubernetes.core.helm"]["skip_crds"] is True
+
+
+def test_kuberay_without_its_crds_fails_naming_host_and_variable(tmp_path):
+    rc, out = run(tmp_path, [kuberay_play()], {
+        "kuberay_apply": False, "kuberay_manifest_dir": str(tmp_path / "ray"),
+        "kuberay_crd_paths": [str(ROOT / "files/crds/volcano" / VERSIONS["volcano"]["version"])]})
+    assert rc != 0, out
+    assert "ctl1: kuberay_crd_paths" in " ".join(out.split()), out
