@@ -46,7 +46,10 @@ def k8s_pool_admissions(hosts, node_objs, hostvars, count_var, validator_pods=()
     """``pool_admissions`` with each host's GPU count read from host variable ``count_var``."""
     hosts = list(hosts)
     verdicts = dict(verdicts or {})
-    counts = {host: (hostvars.get(host) or {}).get(count_var) for host in hosts}
+    # a modelled node (preflight) is no inventory host: it has no count, and needs none without a PASS
+    # (HostVars.get on an unknown host does not return the default in ansible-core 2.19)
+    known = set(hostvars)
+    counts = {host: hostvars[host].get(count_var) if host in known else None for host in hosts}
     missing = [h for h in hosts if verdicts.get(h) == "PASS" and counts[h] is None]
     if missing:
         raise AnsibleFilterError(f"{missing[0]}: host variable {count_var} (GPU count) is not defined")
