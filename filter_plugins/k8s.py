@@ -14,6 +14,7 @@ from ansible.module_utils.k8s_pool import (
     gpu_admission_errors,
     leave_labels,
     merge_taints,
+    node_name,
     pool_admissions,
     pool_gpu_total,
 )
@@ -70,6 +71,21 @@ def k8s_leave_node_patch(node_name, label_key, admitted_label="gpufleet.io/admit
             "metadata": {"name": str(node_name), "labels": leave_labels(label_key, admitted_label)}}
 
 
+def k8s_node_names(hosts, hostvars, var="cluster_k8s_node_name"):
+    """``{host: Node name}``: host variable ``var`` when set, else the gathered kernel hostname (what k3s and the
+    kubelet register), else the inventory name; lowercased."""
+    known = set(hostvars)
+    out = {}
+    for host in hosts:
+        hv = hostvars[host] if host in known else {}
+        facts = hv.get("ansible_facts") or {}
+        try:
+            out[host] = node_name(host, hv.get(var), facts.get("nodename") if isinstance(facts, dict) else None)
+        except ValueError as exc:
+            raise AnsibleFilterError(f"{host}: {var}: {exc}") from exc
+    return out
+
+
 def k8s_gpu_admission_errors(node_obj, host, hostvars, count_var, validator_pods=()):
     """``gpu_admission_errors`` for inventory host ``host`` (GPU count from host variable ``count_var``)."""
     count = (hostvars.get(host) or {}).get(count_var)
@@ -104,6 +120,7 @@ class FilterModule:
             "k8s_pool_admissions": k8s_pool_admissions,
             "k8s_gpu_admission_errors": k8s_gpu_admission_errors,
             "k8s_leave_node_patch": k8s_leave_node_patch,
+            "k8s_node_names": k8s_node_names,
             "k8s_gate_verdicts": k8s_gate_verdicts,
             "k8s_drop_nulls": k8s_drop_nulls,
         }

@@ -209,6 +209,26 @@ def node_admission(node_obj, gpu_count=None, validator_pods=(), verdict=None, *,
             "why": why}
 
 
+def node_name(host, explicit=None, nodename=None):
+    """The Node name a host registers with: ``explicit`` (``cluster_k8s_node_name``, which must equal the agent's
+    ``node-name`` when that is set), else the kernel hostname (``nodename``, what k3s and the kubelet register, an
+    FQDN where the hostname is one), else the inventory name; lowercased, as the kubelet does."""
+    for value in (explicit, nodename, host):
+        if value is not None and str(value).strip():
+            return str(value).strip().lower()
+    raise ValueError("k8s node: no host name")
+
+
+def _registered(name, by_name):
+    """The Node object for ``name``: exact, else the one Node whose first DNS label is ``name``'s (a node that
+    registered its FQDN where the inventory names it short, or the reverse); None when absent or ambiguous."""
+    if name in by_name:
+        return by_name[name]
+    short = name.split(".")[0]
+    found = [obj for other, obj in by_name.items() if other.split(".")[0] == short]
+    return found[0] if len(found) == 1 else None
+
+
 def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=None, node_names=None, fabric=None,
                     **kwargs):
     """``node_admission`` for every inventory host of the pool that is registered as a Node.
@@ -216,7 +236,8 @@ def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=No
     ``fabric``: host -> its fabric labels (``fabric.node_labels``); a host without an entry has no place in
     the fabric and carries no fabric label.
     ``node_objs``: Node objects (a ``k8s_info`` result's ``resources``); ``gpu_counts``: host -> GPU count;
-    ``verdicts``: host -> this run's gate verdict; ``node_names``: host -> Node name where they differ.
+    ``verdicts``: host -> this run's gate verdict; ``node_names``: host -> Node name where they differ (a Node
+    registered under the FQDN of a short name, or the reverse, is found too when it is the only one).
     Returns ``{"nodes": {host: {name, taints, **admission}}, "unregistered": [host, ...]}``; ``taints`` are
     the node's live taints, for the merge that keeps their order (no patch when nothing changes).
     """
@@ -229,11 +250,11 @@ def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=No
             by_name[name] = obj
     out, unregistered = {}, []
     for host in sorted(hosts):
-        name = node_names.get(host, host)
-        obj = by_name.get(name)
+        obj = _registered(node_names.get(host, host), by_name)
         if obj is None:
             unregistered.append(host)
             continue
+        name = obj["metadata"]["name"]
         try:
             state = node_admission(obj, gpu_counts.get(host), validator_pods, verdicts.get(host),
                                    fabric_labels=(fabric or {}).get(host), **kwargs)

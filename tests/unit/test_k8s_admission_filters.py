@@ -35,3 +35,20 @@ def test_modelled_node_outside_the_inventory_needs_no_count_without_a_verdict():
 def test_pass_with_the_count_but_no_validator_stays_held():
     errors = k8s_gpu_admission_errors(node("gpu01"), "gpu01", {"gpu01": {"cluster_gpu_count": 2}}, "cluster_gpu_count")
     assert errors == ["gpu01: no GPU Operator validator pod on the node"]
+
+
+def test_node_names_prefer_the_variable_then_the_registered_hostname_then_the_inventory_name():
+    from k8s import k8s_node_names
+
+    hostvars = {"gpu01": {"cluster_k8s_node_name": "GPU01.lab.example"},
+                "gpu02": {"ansible_facts": {"nodename": "gpu02.lab.example", "hostname": "gpu02"}},
+                "GPU03": {}}
+    assert k8s_node_names(["gpu01", "gpu02", "GPU03", "model"], hostvars) == {
+        "gpu01": "gpu01.lab.example", "gpu02": "gpu02.lab.example", "GPU03": "gpu03", "model": "model"}
+
+
+def test_a_node_registered_under_its_fqdn_is_found_from_the_short_inventory_name_unless_ambiguous():
+    live = [node("gpu01.lab.example"), node("gpu02.a.example"), node("gpu02.b.example")]
+    out = k8s_pool_admissions(["gpu01", "gpu02"], live, {}, "cluster_gpu_count", [], {}, {}, **KW)
+    assert out["nodes"]["gpu01"]["name"] == "gpu01.lab.example"
+    assert out["unregistered"] == ["gpu02"]
