@@ -1,4 +1,4 @@
-"""Filters for the Kubernetes pool: GPU totals, ClusterQueue quota, taints, node state, nulls."""
+"""Filters for the Kubernetes pool: GPU totals, ClusterQueue quota, taints, node admission, nulls."""
 
 import os
 
@@ -11,8 +11,11 @@ if _MU not in ansible.module_utils.__path__:
 
 from ansible.module_utils.k8s_pool import (
     clusterqueue_gpu_quota,
+    gpu_admission_errors,
+    leave_labels,
     merge_taints,
-    node_pool_state,
+    node_name,
+    pool_admissions,
     pool_gpu_total,
 )
 from ansible.module_utils.k8s_schema import drop_nulls
@@ -40,12 +43,68 @@ def k8s_merge_taints(existing, add=(), remove=()):
     return merge_taints(existing or [], list(add), list(remove))
 
 
-def k8s_node_pool_state(plan, node, k8s_pool, label_key, hold_taint, pool_taint=None):
+def k8s_pool_admissions(hosts, node_objs, hostvars, count_var, validator_pods=(), verdicts=None, node_names=None,
+                        fabric=None, **kwargs):
+    """``pool_admissions`` with each host's GPU count read from host variable ``count_var``."""
+    hosts = list(hosts)
+    verdicts = dict(verdicts or {})
+    # a modelled node (preflight) is no inventory host: it has no count, and needs none without a PASS
+    # (HostVars.get on an unknown host does not return the default in ansible-core 2.19)
+    known = set(hostvars)
+    counts = {host: hostvars[host].get(count_var) if host in known else None for host in hosts}
+    missing = [h for h in hosts if verdicts.get(h) == "PASS" and counts[h] is None]
+    if missing:
+        raise AnsibleFilterError(f"{missing[0]}: host variable {count_var} (GPU count) is not defined")
+    for key in ("hold_taint", "pool_taint", "fail_taint"):
+        if kwargs.get(key):
+            kwargs[key] = dict(kwargs[key])
     try:
-        return node_pool_state(dict(plan), node, k8s_pool, label_key, dict(hold_taint),
-                               dict(pool_taint) if pool_taint else None)
+        return pool_admissions(hosts, list(node_objs or []), counts, list(validator_pods or []), verdicts,
+                               dict(node_names or {}), {h: dict(v) for h, v in (fabric or {}).items()}, **kwargs)
     except (KeyError, ValueError) as exc:
-        raise AnsibleFilterError(f"{node}: {exc}") from exc
+        raise AnsibleFilterError(f"{count_var}: {exc}") from exc
+
+
+def k8s_leave_node_patch(node_name, label_key, admitted_label="gpufleet.io/admitted"):
+    """Merge patch of a Node leaving the Kubernetes pool: pool, admission and fabric labels removed, operands off."""
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": str(node_name), "labels": leave_labels(label_key, admitted_label)}}
+
+
+def k8s_node_names(hosts, hostvars, var="cluster_k8s_node_name"):
+    """``{host: Node name}``: host variable ``var`` when set, else the gathered kernel hostname (what k3s and the
+    kubelet register), else the inventory name; lowercased."""
+    known = set(hostvars)
+    out = {}
+    for host in hosts:
+        hv = hostvars[host] if host in known else {}
+        facts = hv.get("ansible_facts") or {}
+        try:
+            out[host] = node_name(host, hv.get(var), facts.get("nodename") if isinstance(facts, dict) else None)
+        except ValueError as exc:
+            raise AnsibleFilterError(f"{host}: {var}: {exc}") from exc
+    return out
+
+
+def k8s_gpu_admission_errors(node_obj, host, hostvars, count_var, validator_pods=()):
+    """``gpu_admission_errors`` for inventory host ``host`` (GPU count from host variable ``count_var``)."""
+    count = (hostvars.get(host) or {}).get(count_var)
+    if count is None:
+        raise AnsibleFilterError(f"{host}: host variable {count_var} (GPU count) is not defined")
+    try:
+        return gpu_admission_errors(dict(node_obj), count, list(validator_pods or []))
+    except ValueError as exc:
+        raise AnsibleFilterError(f"{host}: {count_var}: {exc}") from exc
+
+
+def k8s_gate_verdicts(nodes, hostvars, fact="health_gate_verdict"):
+    """``{node: verdict word}`` for the ``nodes`` the health gate judged in this run (fact ``fact``)."""
+    out = {}
+    for node in nodes:
+        row = (hostvars.get(node) or {}).get(fact)
+        if isinstance(row, dict) and row.get("verdict") is not None:
+            out[node] = row["verdict"]
+    return out
 
 
 def k8s_drop_nulls(value):
@@ -58,6 +117,10 @@ class FilterModule:
             "k8s_pool_gpu_total": k8s_pool_gpu_total,
             "k8s_clusterqueue_gpu_quota": k8s_clusterqueue_gpu_quota,
             "k8s_merge_taints": k8s_merge_taints,
-            "k8s_node_pool_state": k8s_node_pool_state,
+            "k8s_pool_admissions": k8s_pool_admissions,
+            "k8s_gpu_admission_errors": k8s_gpu_admission_errors,
+            "k8s_leave_node_patch": k8s_leave_node_patch,
+            "k8s_node_names": k8s_node_names,
+            "k8s_gate_verdicts": k8s_gate_verdicts,
             "k8s_drop_nulls": k8s_drop_nulls,
         }

@@ -1,6 +1,9 @@
-"""Pure helpers that tie the Kubernetes pool to the pool plan: GPU quota and node labels/taints."""
+"""Pure helpers of the Kubernetes pool: GPU quota, node labels/taints and admission from the live state."""
 
 import re
+
+from ansible.module_utils.fabric import LEVELS
+from ansible.module_utils.fabric import label_key as fabric_label_key
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -80,31 +83,182 @@ def merge_taints(existing, add=(), remove=()):
     ]
 
 
-def node_pool_state(plan, node, k8s_pool, label_key, hold_taint, pool_taint=None):
-    """Desired labels, taints to add/remove and schedulability of ``node`` under ``plan``.
+ADMITTED_LABEL = "gpufleet.io/admitted"
+VERDICTS = ("PASS", "FAIL", "ERROR")
 
-    ``plan`` maps node -> pool name, or node -> {pool, admitted}. Only the gate sets ``admitted``.
 
-    - a Kubernetes-pool node gets the pool label and the pool taint; until admitted it also carries
-      the hold taint and stays cordoned; once admitted the hold taint goes and it is uncordoned;
-    - a node planned elsewhere gets its pool label, ``nvidia.com/gpu.deploy.operands=false`` (no GPU
-      Operator operands), loses the pool taint, and is held and cordoned.
-    A label value of None means "remove the label" (JSON merge patch).
+def pod_ready(pod):
+    """True when ``pod`` (a Pod object dict) is Running with its Ready condition True."""
+    status = (pod or {}).get("status") or {}
+    if status.get("phase") != "Running":
+        return False
+    return any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+               for c in status.get("conditions") or [])
+
+
+def gpu_admission_errors(node_obj, gpu_count, validator_pods=(), resource=GPU_RESOURCE):
+    """Why a node the gate passed may not be admitted yet; ``[]`` when it may.
+
+    Admission needs the GPU Operator validator's pod on the node Ready (its init containers, the driver,
+    toolkit, CUDA and plugin validations, have all passed) and allocatable ``resource`` equal to the node's
+    GPU count (``gpu_count``, the inventory's figure). Anything missing or unreadable is an error (fail closed).
     """
-    entry = plan.get(node)
-    if entry is None:
-        raise ValueError(f"node {node} is not in the pool plan")
-    pool = entry["pool"] if isinstance(entry, dict) else entry
-    admitted = bool(entry.get("admitted", False)) if isinstance(entry, dict) else False
-    labels = {label_key: pool}
-    pool_taints = [pool_taint] if pool_taint else []
-    if pool == k8s_pool:
-        labels["nvidia.com/gpu.deploy.operands"] = None
-        if admitted:
-            return {"labels": labels, "taints_add": pool_taints, "taints_remove": [hold_taint["key"]],
-                    "cordon": False}
-        return {"labels": labels, "taints_add": [*pool_taints, hold_taint], "taints_remove": [],
-                "cordon": True}
+    meta = (node_obj or {}).get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ValueError("k8s node: object has no metadata.name")
+    if gpu_count is None:
+        raise ValueError(f"{name}: no GPU count for the node")
+    expected = parse_gpu_quantity(gpu_count)
+    errors = []
+    pods = [p for p in validator_pods or [] if ((p or {}).get("spec") or {}).get("nodeName") == name]
+    if not pods:
+        errors.append(f"{name}: no GPU Operator validator pod on the node")
+    elif not any(pod_ready(p) for p in pods):
+        names = ", ".join(sorted(((p.get("metadata") or {}).get("name") or "?") for p in pods))
+        errors.append(f"{name}: the GPU Operator validator has not passed (pod {names} not Ready)")
+    allocatable = ((node_obj.get("status") or {}).get("allocatable") or {}).get(resource)
+    if allocatable is None:
+        errors.append(f"{name}: allocatable {resource} is not reported")
+    else:
+        found = parse_gpu_quantity(allocatable)
+        if found != expected:
+            errors.append(f"{name}: allocatable {resource} is {found}, the node has {expected} GPUs")
+    return errors
+
+
+def fabric_label_keys():
+    """Every fabric label key a node may carry (``gpufleet.io/<level>`` for each level the model knows)."""
+    return [fabric_label_key(level) for level in LEVELS]
+
+
+def leave_labels(label_key, admitted_label=ADMITTED_LABEL, extra=()):
+    """Node labels of a node leaving the Kubernetes pool: the pool, admission and fabric labels removed
+    (None in a merge patch), the GPU Operator's operands off (``nvidia.com/gpu.deploy.operands=false``).
+
+    The fabric labels go with the pool label, so the node also leaves its leaf's Volcano HyperNode and
+    Kueue's Topology; a node that comes back is held until the gate admits it again.
+    """
+    labels = {key: None for key in (label_key, admitted_label, *fabric_label_keys(), *extra)}
     labels["nvidia.com/gpu.deploy.operands"] = "false"
-    return {"labels": labels, "taints_add": [hold_taint],
-            "taints_remove": [t["key"] for t in pool_taints], "cordon": True}
+    return dict(sorted(labels.items()))
+
+
+def node_admission(node_obj, gpu_count=None, validator_pods=(), verdict=None, *, k8s_pool, label_key,
+                   hold_taint, pool_taint=None, fail_taint=None, admitted_label=ADMITTED_LABEL,
+                   resource=GPU_RESOURCE, fabric_labels=None):
+    """Labels, taints and cordon of a Kubernetes-pool node from its live object and this run's gate verdict.
+
+    The node's admission is recorded on it (label ``admitted_label=true``), so a later run without a
+    verdict keeps what the gate decided instead of holding the node again:
+
+    - ``PASS``: admitted when ``gpu_admission_errors`` is empty (validator passed, allocatable GPUs equal
+      the node's count); otherwise held, with the errors as ``why``;
+    - ``FAIL``: held, the fail taint set, the admission label removed;
+    - ``ERROR`` (the gate could not judge): held, the admission label removed (retried on the next gate);
+    - no verdict: admitted when the label says so and the node carries no fail taint; otherwise held.
+
+    An admitted node loses the hold and fail taints and is uncordoned; a held node carries the hold taint
+    and is cordoned. Every pool node keeps the pool label and taint, and the GPU Operator's operands
+    (``nvidia.com/gpu.deploy.operands`` removed), and its fabric labels (``fabric_labels``, ``{key: value}``
+    from the fabric model): every fabric level key the node has no switch for is removed, so a label left
+    by an earlier place in the fabric goes. A label value of None means "remove the label".
+    Returns ``{labels, taints_add, taints_remove, cordon, admitted, why}``; an unknown verdict is an error.
+    """
+    if verdict is not None and verdict not in VERDICTS:
+        raise ValueError(f"unknown gate verdict {verdict!r} (expected one of {', '.join(VERDICTS)})")
+    meta = (node_obj or {}).get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ValueError("k8s node: object has no metadata.name")
+    labels_now = meta.get("labels") or {}
+    taints_now = ((node_obj.get("spec") or {}).get("taints")) or []
+    fail_key = fail_taint["key"] if fail_taint else None
+    failed_before = fail_key is not None and any(t.get("key") == fail_key for t in taints_now)
+    recorded = str(labels_now.get(admitted_label, "")).lower() == "true"
+    why = []
+    if verdict == "PASS":
+        why = gpu_admission_errors(node_obj, gpu_count, validator_pods, resource)
+        admitted = not why
+    elif verdict == "FAIL":
+        admitted, why = False, [f"{name}: the health gate failed the node"]
+    elif verdict == "ERROR":
+        admitted, why = False, [f"{name}: the health gate could not judge the node"]
+    elif failed_before:
+        admitted, why = False, [f"{name}: carries the gate's fail taint {fail_key}"]
+    elif recorded:
+        admitted = True
+    else:
+        admitted, why = False, [f"{name}: not admitted by the health gate yet"]
+    fabric = dict(fabric_labels or {})
+    unknown = sorted(set(fabric) - set(fabric_label_keys()))
+    if unknown:
+        raise ValueError(f"{name}: {', '.join(unknown)} is no fabric label key ({', '.join(fabric_label_keys())})")
+    labels = {key: fabric.get(key) for key in fabric_label_keys()}
+    labels.update({label_key: k8s_pool, "nvidia.com/gpu.deploy.operands": None,
+                   admitted_label: "true" if admitted else None})
+    pool_taints = [pool_taint] if pool_taint else []
+    if admitted:
+        return {"labels": labels, "taints_add": pool_taints,
+                "taints_remove": [hold_taint["key"]] + ([fail_key] if fail_key else []),
+                "cordon": False, "admitted": True, "why": []}
+    add = [*pool_taints, hold_taint]
+    if verdict == "FAIL" and fail_taint:
+        add.append(fail_taint)
+    return {"labels": labels, "taints_add": add, "taints_remove": [], "cordon": True, "admitted": False,
+            "why": why}
+
+
+def node_name(host, explicit=None, nodename=None):
+    """The Node name a host registers with: ``explicit`` (``cluster_k8s_node_name``, which must equal the agent's
+    ``node-name`` when that is set), else the kernel hostname (``nodename``, what k3s and the kubelet register, an
+    FQDN where the hostname is one), else the inventory name; lowercased, as the kubelet does."""
+    for value in (explicit, nodename, host):
+        if value is not None and str(value).strip():
+            return str(value).strip().lower()
+    raise ValueError("k8s node: no host name")
+
+
+def _registered(name, by_name):
+    """The Node object for ``name``: exact, else the one Node whose first DNS label is ``name``'s (a node that
+    registered its FQDN where the inventory names it short, or the reverse); None when absent or ambiguous."""
+    if name in by_name:
+        return by_name[name]
+    short = name.split(".")[0]
+    found = [obj for other, obj in by_name.items() if other.split(".")[0] == short]
+    return found[0] if len(found) == 1 else None
+
+
+def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=None, node_names=None, fabric=None,
+                    **kwargs):
+    """``node_admission`` for every inventory host of the pool that is registered as a Node.
+
+    ``fabric``: host -> its fabric labels (``fabric.node_labels``); a host without an entry has no place in
+    the fabric and carries no fabric label.
+    ``node_objs``: Node objects (a ``k8s_info`` result's ``resources``); ``gpu_counts``: host -> GPU count;
+    ``verdicts``: host -> this run's gate verdict; ``node_names``: host -> Node name where they differ (a Node
+    registered under the FQDN of a short name, or the reverse, is found too when it is the only one).
+    Returns ``{"nodes": {host: {name, taints, **admission}}, "unregistered": [host, ...]}``; ``taints`` are
+    the node's live taints, for the merge that keeps their order (no patch when nothing changes).
+    """
+    verdicts = verdicts or {}
+    node_names = node_names or {}
+    by_name = {}
+    for obj in node_objs or []:
+        name = ((obj or {}).get("metadata") or {}).get("name")
+        if name:
+            by_name[name] = obj
+    out, unregistered = {}, []
+    for host in sorted(hosts):
+        obj = _registered(node_names.get(host, host), by_name)
+        if obj is None:
+            unregistered.append(host)
+            continue
+        name = obj["metadata"]["name"]
+        try:
+            state = node_admission(obj, gpu_counts.get(host), validator_pods, verdicts.get(host),
+                                   fabric_labels=(fabric or {}).get(host), **kwargs)
+        except ValueError as exc:
+            raise ValueError(f"{host}: {exc}") from exc
+        out[host] = {"name": name, "taints": ((obj.get("spec") or {}).get("taints")) or [], **state}
+    return {"nodes": out, "unregistered": unregistered}

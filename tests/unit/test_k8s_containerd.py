@@ -1,7 +1,9 @@
 """containerd role: the main file only imports the drop-in directory; our drop-in is valid TOML from data."""
 
+import pathlib
 import tomllib
 
+import yaml
 from test_k8s_kubeadm import play, run_play
 
 DATA = {
@@ -55,3 +57,19 @@ def test_extra_settings_may_not_change_the_version_or_the_imports(tmp_path):
     rc, out = render(tmp_path, containerd_config_extra={"imports": ["/etc/other/*.toml"]})
     assert rc != 0, out
     assert "gpu01: containerd_config_extra may not change version (3) or set imports" in " ".join(out.split()), out
+
+
+def test_default_source_is_docker_containerd_io_2x_because_debian_ships_1x():
+    """Debian 12 ships containerd 1.6.20 (no config version 3): the default is containerd.io 2.x from Docker's repo."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    versions = yaml.safe_load((root / "playbooks" / "vars" / "k8s_versions.yml").read_text())["cluster_k8s_versions"]
+    defaults = yaml.safe_load((root / "roles" / "containerd" / "defaults" / "main.yml").read_text())
+    tasks = yaml.safe_load((root / "roles" / "containerd" / "tasks" / "install.yml").read_text())
+    assert versions["containerd"] == {"package": "containerd.io", "version": "2.2"}
+    assert int(versions["containerd"]["version"].split(".")[0]) >= 2
+    assert defaults["containerd_packages"] == [
+        "{{ cluster_k8s_versions.containerd.package }}={{ cluster_k8s_versions.containerd.version }}*"]
+    assert defaults["containerd_apt_repo_enabled"] is True
+    names = [next(k for k in t if k.startswith("ansible.builtin.")) for t in tasks]
+    assert names[:2] == ["ansible.builtin.deb822_repository", "ansible.builtin.apt"]
+    assert tasks[0]["ansible.builtin.deb822_repository"]["signed_by"] == "{{ containerd_apt_repo_url }}/gpg"

@@ -3,9 +3,14 @@
 import pytest
 from ansible.module_utils.k8s_pool import (
     clusterqueue_gpu_quota,
+    fabric_label_keys,
+    gpu_admission_errors,
+    leave_labels,
     merge_taints,
-    node_pool_state,
+    node_admission,
     parse_gpu_quantity,
+    pod_ready,
+    pool_admissions,
     pool_gpu_total,
     quota_errors,
 )
@@ -61,29 +66,127 @@ def test_merge_taints_adds_and_removes():
     assert merge_taints([HOLD], [], [HOLD["key"]]) == []
 
 
-def test_node_planned_into_kubernetes_is_held_until_admitted():
-    state = node_pool_state({"gpu01": "kubernetes"}, "gpu01", "kubernetes", "gpufleet.io/pool", HOLD)
-    assert state["labels"]["gpufleet.io/pool"] == "kubernetes"
-    assert state["taints_add"] == [HOLD] and state["cordon"] is True
-    admitted = node_pool_state({"gpu01": {"pool": "kubernetes", "admitted": True}}, "gpu01", "kubernetes",
-                               "gpufleet.io/pool", HOLD)
-    assert admitted["taints_remove"] == [HOLD["key"]] and admitted["cordon"] is False
+POOL = {"key": "gpufleet.io/pool", "value": "kubernetes", "effect": "NoSchedule"}
+FAIL = {"key": "gpufleet.io/gate", "value": "fail", "effect": "NoSchedule"}
+KW = {"k8s_pool": "kubernetes", "label_key": "gpufleet.io/pool", "hold_taint": HOLD, "pool_taint": POOL,
+      "fail_taint": FAIL}
 
 
-def test_node_planned_elsewhere_disables_gpu_operator_operands():
-    state = node_pool_state({"gpu02": "slurm"}, "gpu02", "kubernetes", "gpufleet.io/pool", HOLD)
-    assert state["labels"] == {"gpufleet.io/pool": "slurm", "nvidia.com/gpu.deploy.operands": "false"}
-    assert state["cordon"] is True
+def node(name="gpu03", allocatable="2", admitted=False, taints=(POOL, HOLD), unschedulable=True):
+    labels = {"gpufleet.io/pool": "kubernetes", **({"gpufleet.io/admitted": "true"} if admitted else {})}
+    status = {"allocatable": {"cpu": "64", "nvidia.com/gpu": allocatable}} if allocatable is not None else {}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "spec": {"unschedulable": unschedulable, "taints": list(taints)}, "status": status}
 
 
-def test_node_missing_from_plan_is_an_error():
-    with pytest.raises(ValueError, match="gpu09"):
-        node_pool_state({}, "gpu09", "kubernetes", "gpufleet.io/pool", HOLD)
+def validator(node_name="gpu03", ready=True, phase="Running"):
+    return {"metadata": {"name": f"nvidia-operator-validator-{node_name}"}, "spec": {"nodeName": node_name},
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
-def test_pool_taint_is_kept_on_kubernetes_nodes_and_removed_elsewhere():
-    pool = {"key": "gpufleet.io/pool", "value": "kubernetes", "effect": "NoSchedule"}
-    k8s = node_pool_state({"a": {"pool": "kubernetes", "admitted": True}}, "a", "kubernetes", "k", HOLD, pool)
-    assert k8s["taints_add"] == [pool]
-    other = node_pool_state({"b": "slurm"}, "b", "kubernetes", "k", HOLD, pool)
-    assert other["taints_remove"] == ["gpufleet.io/pool"] and other["taints_add"] == [HOLD]
+def test_pass_admits_a_node_whose_validator_passed_and_all_gpus_are_allocatable():
+    state = node_admission(node(), 2, [validator()], "PASS", **KW)
+    assert state["admitted"] and not state["cordon"] and state["why"] == []
+    assert state["labels"]["gpufleet.io/admitted"] == "true"
+    assert state["taints_remove"] == ["gpufleet.io/hold", "gpufleet.io/gate"] and state["taints_add"] == [POOL]
+
+
+@pytest.mark.parametrize(("obj", "pods", "why"), [
+    (node(allocatable="1"), [validator()], "allocatable nvidia.com/gpu is 1, the node has 2 GPUs"),
+    (node(allocatable=None), [validator()], "allocatable nvidia.com/gpu is not reported"),
+    (node(), [], "no GPU Operator validator pod on the node"),
+    (node(), [validator("gpu04")], "no GPU Operator validator pod on the node"),
+    (node(), [validator(ready=False)], "validator has not passed"),
+    (node(), [validator(phase="Pending")], "validator has not passed"),
+])
+def test_pass_keeps_the_hold_until_the_gpus_are_validated_and_allocatable(obj, pods, why):
+    state = node_admission(obj, 2, pods, "PASS", **KW)
+    assert not state["admitted"] and state["cordon"] and HOLD in state["taints_add"]
+    assert state["labels"]["gpufleet.io/admitted"] is None
+    assert any(why in w for w in state["why"]), state["why"]
+
+
+def test_a_recorded_admission_is_kept_by_later_runs_without_a_verdict():
+    state = node_admission(node(admitted=True, taints=(POOL,), unschedulable=False, allocatable="2"), **KW)
+    assert state["admitted"] and not state["cordon"] and state["labels"]["gpufleet.io/admitted"] == "true"
+
+
+def test_a_node_never_admitted_is_held_without_a_verdict():
+    state = node_admission(node(), **KW)
+    assert not state["admitted"] and state["cordon"] and state["taints_add"] == [POOL, HOLD]
+    assert state["labels"] == {"gpufleet.io/pool": "kubernetes", "nvidia.com/gpu.deploy.operands": None,
+                               "gpufleet.io/admitted": None, "gpufleet.io/leaf": None, "gpufleet.io/spine": None}
+
+
+@pytest.mark.parametrize("verdict", ["FAIL", "ERROR"])
+def test_fail_or_error_holds_an_admitted_node_and_drops_the_record(verdict):
+    state = node_admission(node(admitted=True, taints=(POOL,), unschedulable=False), 2, [validator()], verdict, **KW)
+    assert not state["admitted"] and state["cordon"] and state["labels"]["gpufleet.io/admitted"] is None
+    assert (FAIL in state["taints_add"]) is (verdict == "FAIL")
+
+
+def test_a_node_with_the_fail_taint_stays_held_even_if_recorded_admitted():
+    state = node_admission(node(admitted=True, taints=(POOL, FAIL)), **KW)
+    assert not state["admitted"] and "fail taint" in state["why"][0]
+
+
+def test_unknown_verdict_and_missing_count_fail_closed():
+    with pytest.raises(ValueError, match="unknown gate verdict 'pass'"):
+        node_admission(node(), 2, [validator()], "pass", **KW)
+    with pytest.raises(ValueError, match="gpu03: no GPU count"):
+        node_admission(node(), None, [validator()], "PASS", **KW)
+    with pytest.raises(ValueError, match="not a whole number"):
+        gpu_admission_errors(node(allocatable="1500m"), 2, [validator()])
+
+
+def test_pod_ready_needs_running_and_ready():
+    assert pod_ready(validator())
+    assert not pod_ready(validator(ready=False)) and not pod_ready(validator(phase="Succeeded")) and not pod_ready({})
+
+
+def test_pool_admissions_skips_unregistered_hosts_and_maps_node_names():
+    live = [node("gpu03.lab"), node("gpu01", admitted=True, taints=(POOL,), unschedulable=False)]
+    out = pool_admissions(["gpu01", "gpu03", "gpu09"], live, {"gpu03": 2}, [validator("gpu03.lab")],
+                          {"gpu03": "PASS"}, {"gpu03": "gpu03.lab"}, **KW)
+    assert out["unregistered"] == ["gpu09"]
+    assert out["nodes"]["gpu03"]["name"] == "gpu03.lab" and out["nodes"]["gpu03"]["admitted"]
+    assert out["nodes"]["gpu01"]["admitted"] and out["nodes"]["gpu01"]["taints"] == [POOL]
+    patched = merge_taints(out["nodes"]["gpu03"]["taints"], out["nodes"]["gpu03"]["taints_add"],
+                           out["nodes"]["gpu03"]["taints_remove"])
+    assert patched == [POOL]
+
+
+FABRIC = {"gpu01": {"gpufleet.io/leaf": "leaf1", "gpufleet.io/spine": "spine1"},
+          "gpu03": {"gpufleet.io/leaf": "leaf2", "gpufleet.io/spine": "spine1"}}
+
+
+def test_pool_nodes_get_their_fabric_labels_with_the_pool_label_admitted_or_held():
+    live = [node("gpu01", admitted=True, taints=(POOL,), unschedulable=False), node("gpu03")]
+    out = pool_admissions(["gpu01", "gpu03"], live, {"gpu03": 2}, [], {}, {}, FABRIC, **KW)["nodes"]
+    for host in ("gpu01", "gpu03"):
+        labels = out[host]["labels"]
+        assert labels["gpufleet.io/pool"] == "kubernetes"
+        assert {k: labels[k] for k in fabric_label_keys()} == FABRIC[host]
+    assert out["gpu01"]["admitted"] and not out["gpu03"]["admitted"]
+
+
+def test_a_pool_node_outside_the_fabric_or_without_a_spine_loses_the_stale_levels():
+    stale = node("gpu01")
+    stale["metadata"]["labels"].update({"gpufleet.io/leaf": "old", "gpufleet.io/spine": "old"})
+    live = [stale, node("gpu02")]
+    fabric = {"gpu02": {"gpufleet.io/leaf": "leaf9"}}
+    out = pool_admissions(["gpu01", "gpu02"], live, {}, [], {}, {}, fabric, **KW)["nodes"]
+    assert out["gpu01"]["labels"]["gpufleet.io/leaf"] is None and out["gpu01"]["labels"]["gpufleet.io/spine"] is None
+    assert out["gpu02"]["labels"]["gpufleet.io/leaf"] == "leaf9" and out["gpu02"]["labels"]["gpufleet.io/spine"] is None
+
+
+def test_a_fabric_label_the_model_does_not_know_is_refused_naming_the_node():
+    with pytest.raises(ValueError, match=r"gpu01: gpufleet\.io/rack is no fabric label key"):
+        node_admission(node("gpu01"), fabric_labels={"gpufleet.io/rack": "r1"}, **KW)
+
+
+def test_a_node_leaving_loses_pool_admission_and_fabric_labels_and_its_operands():
+    labels = leave_labels("gpufleet.io/pool")
+    assert labels == {"gpufleet.io/admitted": None, "gpufleet.io/leaf": None, "gpufleet.io/pool": None,
+                      "gpufleet.io/spine": None, "nvidia.com/gpu.deploy.operands": "false"}
+    assert set(fabric_label_keys()) <= set(labels)

@@ -4,7 +4,7 @@
 import k8s_schedule_check
 import pytest
 import yaml
-from ansible.module_utils.k8s_pool import merge_taints, node_pool_state
+from ansible.module_utils.k8s_pool import merge_taints, pool_admissions
 from ansible.module_utils.k8s_sched import (
     ADMITTED,
     FAILED,
@@ -21,7 +21,8 @@ KUBEADM_SERVER_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect"
 FAIL_TAINT = {"key": "gpufleet.io/gate", "value": "fail", "effect": "NoSchedule"}
 POOL_TAINT = {"key": "gpufleet.io/pool", "value": "kubernetes", "effect": "NoSchedule"}
 HOLD_TAINT = {"key": "gpufleet.io/hold", "value": "gate", "effect": "NoSchedule"}
-PLAN = {"gpu01": {"pool": "kubernetes", "admitted": True}, "gpu04": {"pool": "kubernetes", "admitted": False}}
+# The modelled cluster: gpu01 admitted by an earlier gate (recorded by the label), gpu04 registered and held.
+PLAN = {"gpu01": True, "gpu04": False}
 
 OPERAND_TOLERATIONS = [
     {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
@@ -52,14 +53,15 @@ AFTER = {
 
 
 def patches(plan=PLAN):
-    """Node patches as k8s_pool_labels renders them, from the role's own planning function."""
-    docs = []
-    for node in sorted(plan):
-        state = node_pool_state(plan, node, "kubernetes", "gpufleet.io/pool", HOLD_TAINT, POOL_TAINT)
-        docs.append({"metadata": {"name": node, "labels": state["labels"]},
-                     "spec": {"taints": merge_taints([], state["taints_add"], state["taints_remove"]),
-                              "unschedulable": state["cordon"]}})
-    return docs
+    """Node patches as k8s_pool_labels renders them, from the role's own admission function on modelled nodes."""
+    objs = [{"metadata": {"name": node, "labels": {"gpufleet.io/admitted": "true"} if admitted else {}}}
+            for node, admitted in plan.items()]
+    states = pool_admissions(sorted(plan), objs, {}, k8s_pool="kubernetes", label_key="gpufleet.io/pool",
+                             hold_taint=HOLD_TAINT, pool_taint=POOL_TAINT, fail_taint=FAIL_TAINT)["nodes"]
+    return [{"metadata": {"name": node, "labels": state["labels"]},
+             "spec": {"taints": merge_taints(state["taints"], state["taints_add"], state["taints_remove"]),
+                      "unschedulable": state["cordon"]}}
+            for node, state in sorted(states.items())]
 
 
 def nodes(system_taints=(K3S_SERVER_TAINT,), plan=PLAN, cni_ready=True):

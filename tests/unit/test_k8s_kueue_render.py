@@ -1,0 +1,84 @@
+"""Who queues and who gangs: Kueue's ClusterQueue holds the one GPU quota, counted over the admitted nodes only
+(none admitted: 0), with waitForPodsReady and opt-in namespaces; Volcano queues carrying a GPU amount are refused.
+Kueue 0.19.2 Configuration fields (config.kueue.x-k8s.io/v1beta2) as read in apis/config/v1beta2."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
+
+
+def run_role(tmp_path, role, **overrides):
+    inventory = {"all": {"hosts": {
+        "ctl1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+    }, "children": {"k8s_agent": {"hosts": {
+        f"gpu0{i}": {"cluster_gpu_count": 2, "cluster_leaf_switch": "leaf1"} for i in (1, 2, 3)}}}}}
+    play = [{
+        "name": f"Render {role}", "hosts": "ctl1", "gather_facts": False,
+        "vars_files": [str(ROOT / "playbooks" / "vars" / "k8s_versions.yml")],
+        "vars": {f"{role}_apply": False, f"{role}_manifest_dir": str(tmp_path / "out"),
+                 "cluster_k8s_crd_dir": str(ROOT / "files" / "crds"), **overrides},
+        "roles": [{"role": role}],
+    }]
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    return subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def rendered(tmp_path):
+    docs = [d for d in yaml.safe_load_all((tmp_path / "out" / "resources.yaml").read_text()) if d]
+    values = yaml.safe_load((tmp_path / "out" / "values.yaml").read_text())
+    return docs, yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+
+
+def gpu_quota(docs):
+    queue = next(d for d in docs if d["kind"] == "ClusterQueue")
+    res = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    return next(r["nominalQuota"] for r in res if r["name"] == "nvidia.com/gpu")
+
+
+def test_quota_counts_only_the_admitted_nodes_and_the_topology_every_pool_node(tmp_path):
+    result = run_role(tmp_path, "kueue", kueue_pool_nodes=["gpu01", "gpu03"],
+                      kueue_local_queues=[{"name": "default", "namespace": "team-a"}])
+    assert result.returncode == 0, result.stdout + result.stderr
+    docs, config = rendered(tmp_path)
+    assert gpu_quota(docs) == 4
+    assert next(d for d in docs if d["kind"] == "ResourceFlavor")["spec"]["topologyName"] == "gpufleet-fabric"
+    assert config["waitForPodsReady"]["timeout"] == "10m"
+    assert config["managedJobsNamespaceSelector"] == {"matchLabels": {"gpufleet.io/kueue": "managed"}}
+    namespace = next(d for d in docs if d["kind"] == "Namespace")
+    assert namespace["metadata"] == {"name": "team-a", "labels": {"gpufleet.io/kueue": "managed"}}
+
+
+def test_nothing_admitted_yet_renders_a_zero_quota_instead_of_failing(tmp_path):
+    result = run_role(tmp_path, "kueue")
+    assert result.returncode == 0, result.stdout + result.stderr
+    docs, _ = rendered(tmp_path)
+    assert gpu_quota(docs) == 0
+    assert any(d["kind"] == "Topology" for d in docs)
+
+
+def test_an_admitted_node_outside_the_pool_or_a_bad_timeout_is_refused(tmp_path):
+    result = run_role(tmp_path, "kueue", kueue_pool_nodes=["gpu09"])
+    assert result.returncode != 0 and "all in kueue_fabric_nodes" in result.stdout, result.stdout
+    result = run_role(tmp_path, "kueue", kueue_wait_for_pods_ready={"blockAdmission": False})
+    assert result.returncode != 0 and "kueue_wait_for_pods_ready" in result.stdout, result.stdout
+
+
+def test_a_volcano_queue_with_its_own_gpu_quota_is_refused(tmp_path):
+    queues = [{"name": "training", "weight": 3, "capability": {"nvidia.com/gpu": 8}},
+              {"name": "interactive", "weight": 1, "guarantee": {"resource": {"nvidia.com/gpu": 1}}},
+              {"name": "cpu", "weight": 1, "capability": {"cpu": "64"}}]
+    result = run_role(tmp_path, "volcano", volcano_queues=queues)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert "volcano_queues training, interactive set nvidia.com/gpu" in out, out
+    result = run_role(tmp_path, "volcano", volcano_queues=queues[2:])
+    assert result.returncode == 0, result.stdout + result.stderr
