@@ -79,6 +79,12 @@ options:
   min_ib_write_bw_gbps:
     description: Minimum average ib_write_bw in Gb/s. Falls back to the profile's C(ib_write_bw_min_gbps).
     type: float
+  sysfs_class_dir:
+    description:
+      - The kernel's RDMA class directory. C(ibstat) with no output and exit 0 while this directory is
+        absent or empty is a FAIL (no HCA); empty output with devices present stays an ERROR.
+    type: path
+    default: /sys/class/infiniband
   timeout:
     description: Seconds before a command counts as hung (an ERROR).
     type: int
@@ -132,9 +138,12 @@ raw_tail:
   elements: str
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.gate import (
     ERROR,
+    FAIL,
     ProfileError,
     combine,
     exit_checked,
@@ -147,7 +156,15 @@ from ansible.module_utils.gate import (
     verdict,
 )
 from ansible.module_utils.gate_profiles import DEFAULT_PROFILES
-from ansible.module_utils.rdma import parse_ib_write_bw, parse_ibstat, parse_ibv_devinfo
+from ansible.module_utils.rdma import no_hca_reason, parse_ib_write_bw, parse_ibstat, parse_ibv_devinfo
+
+
+def _sysfs_devices(path):
+    """Entries of the kernel's RDMA class directory; None where it does not exist."""
+    try:
+        return sorted(os.listdir(path))
+    except FileNotFoundError:
+        return None
 
 
 def run_module():
@@ -166,6 +183,7 @@ def run_module():
             ib_write_bw_command=dict(type="list", elements="str"),
             min_ib_write_bw_gbps=dict(type="float"),
             timeout=dict(type="int", default=120),
+            sysfs_class_dir=dict(type="path", default="/sys/class/infiniband"),
         ),
         supports_check_mode=True,
     )
@@ -192,7 +210,11 @@ def run_module():
         argv, parser = p["status_command"] or ["ibv_devinfo", "-v"], parse_ibv_devinfo
     ports, error, rc, out, err = run_parsed(module.run_command, module.get_bin_path, argv, parser,
                                             "rdma", timeout=p["timeout"])
-    if error:
+    no_hca = no_hca_reason(p["tool"], out, rc, _sysfs_devices(p["sysfs_class_dir"])) if error else None
+    if no_hca:
+        results["ports"] = verdict(FAIL, f"rdma: {no_hca}")
+        raw = tail(out + "\n" + err)
+    elif error:
         results["ports"] = error
         raw = tail(out + "\n" + err)
     else:

@@ -4,10 +4,15 @@
 
 Two ways to tell slurmd about GPUs (gres.conf(5)):
 
-* ``AutoDetect=nvml``: slurmd asks NVML itself; only where Slurm was built with the
-  gpu_nvml plugin (Debian/Ubuntu's Slurm is not: with AutoDetect=nvml it falls back to
-  gpu/generic, finds 0 GPUs and the node drains with "gres/gpu count reported lower than
-  configured", tests/fixtures/slurm_sinfo_R_gres_gpu_count_reported_lower.txt).
+* ``AutoDetect=nvml``: slurmd asks NVML itself, through Slurm's gpu_nvml plugin. Debian ships
+  it apart from slurmd, in ``slurm-wlm-nvml-plugin`` (contrib): trixie's 24.11.5-2 installs;
+  bookworm's 22.05.8-4+deb12u2 pins slurm-wlm-basic-plugins deb12u2 while bookworm now ships
+  deb12u3, so it cannot be installed there (roles/slurm_nvml detects and says so). Without the
+  plugin, AutoDetect=nvml falls back to gpu/generic, finds 0 GPUs and the node drains with
+  "gres/gpu count reported lower than configured"
+  (tests/fixtures/slurm_sinfo_R_gres_gpu_count_reported_lower.txt), so the roles write it only
+  where gpu_nvml.so is installed. Slurm 22.05's plugin opens only the unversioned
+  ``libnvidia-ml.so``, which Debian's libnvidia-ml1 does not ship (it has ``libnvidia-ml.so.1``).
 * explicit lines, one per GPU, generated here:
   ``Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-31 Links=-1,18,...``.
 

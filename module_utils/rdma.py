@@ -222,3 +222,18 @@ def parse_ib_write_bw(text: str) -> dict:
         raise ParseError("ib_write_bw: result table not closed by a separator line (truncated?)")
     largest = max(rows, key=lambda r: r["bytes"])
     return {**meta, "unit": unit, "rows": rows, "bw_avg_gbps": largest["bw_avg_gbps"]}
+
+
+def no_hca_reason(tool: str, out: str, rc, sysfs_devices) -> str | None:
+    """The FAIL reason for a node with no HCA at all, or None.
+
+    ibstat with no RDMA device prints nothing and exits 0 (tests/fixtures/ibstat_no_hca_debian12_container.txt),
+    which alone cannot be told from a tool that broke. Only when the kernel's RDMA class
+    (``/sys/class/infiniband``) holds no device either (``sysfs_devices`` is that directory's entries,
+    None where it does not exist) is it a FAIL: the node has no HCA. Any other empty output stays an ERROR.
+    """
+    if tool != "ibstat" or rc != 0 or (out or "").strip():
+        return None
+    if sysfs_devices:
+        return None
+    return "no HCA: ibstat lists no CA and /sys/class/infiniband has no RDMA device"

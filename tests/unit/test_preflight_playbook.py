@@ -48,6 +48,15 @@ def run_site(inventory):
             "bad_dbd_password",
             ["host ctl1: variable slurm_dbd_storage_password contains a character it must not hold (#"],
         ),
+        (
+            "bad_node_stack",
+            [
+                "host gpu01: fabric_manager_equals_driver: fabric_manager.version 550.163.01 must equal "
+                "driver.version 570.133.20 (host overrides: nvidia_driver_branch, nvidia_driver_version)",
+                "host gpu02: exporter_pairs_host_engine: dcgm.exporter 3.3.9-3.6.1 is paired with DCGM 3.3.9, "
+                "the host engine (dcgm.version) is 4.2.3 (host overrides: dcgm_exporter_version)",
+            ],
+        ),
     ],
 )
 def test_bad_inventory_fails_in_preflight_naming_host_and_variable(inventory, expected):
@@ -58,6 +67,7 @@ def test_bad_inventory_fails_in_preflight_naming_host_and_variable(inventory, ex
         assert message in out, out
     # Nothing past preflight ran: no node was contacted.
     assert "Apply the common base" not in out, out
+    assert "Install the GPU node stack" not in out, out
     assert "UNREACHABLE" not in out, out
     # A refused secret is never printed.
     assert "cut-here" not in out, out

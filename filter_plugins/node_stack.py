@@ -1,0 +1,40 @@
+"""Node-stack filters: the version lock's compatibility checks and the node-stack roles' decisions."""
+
+import os
+
+import ansible.module_utils
+
+_MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
+if _MU not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_MU)
+
+from ansible.module_utils.filter_errors import as_filter
+from ansible.module_utils.node_stack import (
+    apt_simulate_verdict,
+    driver_change_decision,
+    fleet_compat_errors,
+)
+
+
+def node_stack_compat_errors(lock, hostvars, hosts):
+    """Errors of the version lock and of every host's overrides (empty when all hold)."""
+    return fleet_compat_errors(lock, dict(hostvars), list(hosts))
+
+
+def node_stack_driver_decision(installed, wanted, view=None, scheduler=True, declared_drained=False):
+    """install / keep / change / refuse for a driver version change on one node."""
+    return driver_change_decision(installed or None, wanted, view, scheduler, declared_drained)
+
+
+def node_stack_apt_simulate(probe):
+    """A registered `apt-get install --simulate` result -> {installable, reason}."""
+    return apt_simulate_verdict(probe["rc"], probe.get("stdout", "") + "\n" + probe.get("stderr", ""))
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "node_stack_compat_errors": node_stack_compat_errors,
+            "node_stack_driver_decision": node_stack_driver_decision,
+            "node_stack_apt_simulate": as_filter(node_stack_apt_simulate, (ValueError,)),
+        }
