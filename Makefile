@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 INVENTORY ?= inventory/lab
 # Molecule scenarios run by `make molecule`, in order (molecule/README.md lists them).
-SCENARIOS ?= lab_smoke slurm_cluster pool_rebalance health_gate k8s_render
+SCENARIOS ?= lab_smoke slurm_cluster slurm_cluster_trixie pool_rebalance health_gate k8s_render
 
 .PHONY: help venv lab lab-down site up lint unit molecule test clean
 
