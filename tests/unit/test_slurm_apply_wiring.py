@@ -22,8 +22,10 @@ def test_gres_conf_is_written_with_slurm_conf_in_one_call():
     names = [f["name"] for f in writes[0]["slurm_config"]["files"]]
     assert names[:2] == ["slurm.conf", "gres.conf"] and {"cgroup.conf", "topology.conf"} <= set(names)
     plan = next(t for t in tasks if "slurm_common_apply" in t.get("ansible.builtin.set_fact", {}))
-    assert "__slurm_common_written.changes | slurm_apply_plan(slurm_common_version" in (
-        plan["ansible.builtin.set_fact"]["slurm_common_apply"])
+    assert (
+        "__slurm_common_written.changes | slurm_apply_plan(slurm_common_version"
+        in (plan["ansible.builtin.set_fact"]["slurm_common_apply"])
+    )
 
 
 def test_slurm_compute_no_longer_restarts_slurmd_on_its_own():
@@ -63,3 +65,58 @@ def test_release_vars_put_the_slurmctld_pid_file_where_its_unit_can_write_it():
     assert "CryptoType" not in defaults and defaults["CredType"] == "cred/munge"
     assert _load(COMPUTE / "vars" / "Debian_13.yml")["__slurm_compute_nvml_packages"] == ["slurm-wlm-nvml-plugin"]
     assert _load(COMPUTE / "vars" / "main.yml")["__slurm_compute_nvml_packages"] == []
+
+
+def _lab_files(gpu01_type):
+    """slurm.conf + the cluster-wide gres.conf the lab renders, with gpu01's GPUs of one type."""
+    from ansible.module_utils.gres import gres_conf_cluster
+
+    gpus = {f"gpu0{n}": [{"minor": m, "type": "h100"} for m in (0, 1)] for n in (1, 2, 3)}
+    gpus["gpu01"] = [{"minor": m, "type": gpu01_type} for m in (0, 1)]
+    slurm = "ClusterName=lab\nSlurmctldHost=ctl1\n" + "".join(
+        f"NodeName={h} CPUs=8 Gres=gpu:{g[0]['type']}:2\n" for h, g in sorted(gpus.items())
+    )
+    return slurm, gres_conf_cluster(gpus, cores=False, links=False)
+
+
+def _plan(before, after, version, daemons):
+    from slurm import FilterModule
+
+    changes = [
+        {"name": n, "before": b, "after": a}
+        for n, b, a in zip(("slurm.conf", "gres.conf"), before, after, strict=True)
+        if b != a
+    ]
+    return FilterModule().filters()["slurm_apply_plan"](changes, version, daemons)
+
+
+def test_the_lab_gres_change_restarts_exactly_what_each_version_names():
+    # verify.yml's GRES step: gpu01 h100 -> a100 changes gres.conf Type and NodeName Gres= together.
+    before, after = _lab_files("h100"), _lab_files("a100")
+    assert "Type=a100" in after[1] and "gpu:a100:2" in after[0]
+    # gres.conf(5) 22.05 Type: "A restart of the slurmctld and slurmd daemons is required".
+    ctl, node = _plan(before, after, "22.05.8", ["slurmctld"]), _plan(before, after, "22.05.8", ["slurmd"])
+    assert (ctl["action"], ctl["restart"], node["action"], node["restart"]) == (
+        "restart",
+        ["slurmctld"],
+        "restart",
+        ["slurmd"],
+    )
+    assert any("gres.conf(5) 22.05 Type" in r for r in node["reasons"])
+    # gres.conf(5) 24.11 Type: scontrol reconfigure, every affected slurmd responding.
+    for daemons in (["slurmctld"], ["slurmd"]):
+        plan = _plan(before, after, "24.11.5", daemons)
+        assert (plan["action"], plan["restart"]) == ("reconfigure", [])
+        assert any("gres.conf(5) 24.11 Type" in r for r in plan["reasons"])
+
+
+def test_a_slurmctld_rule_restarts_the_controller_and_reconfigures_the_nodes_on_22_05():
+    # slurm.conf(5) 22.05 SchedulerType: "A restart of slurmctld is required"; the nodes still need the
+    # new file read, which the one scontrol reconfigure does.
+    base = "ClusterName=lab\nSlurmctldHost=ctl1\nNodeName=gpu01 CPUs=8\n"
+    before = (base + "SchedulerType=sched/backfill\n", "")
+    after = (base + "SchedulerType=sched/builtin\n", "")
+    ctl, node = _plan(before, after, "22.05.8", ["slurmctld"]), _plan(before, after, "22.05.8", ["slurmd"])
+    assert (ctl["action"], ctl["restart"]) == ("restart", ["slurmctld"])
+    assert (node["action"], node["restart"]) == ("reconfigure", [])
+    assert _plan(before, after, "24.11.5", ["slurmctld"])["action"] == "reconfigure"
