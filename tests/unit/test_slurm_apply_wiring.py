@@ -1,0 +1,122 @@
+"""The Slurm roles apply configuration changes in one place, by the classifier's rule (docs/slurm-changes.md)."""
+
+import pathlib
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+COMMON = ROOT / "roles" / "slurm_common"
+COMPUTE = ROOT / "roles" / "slurm_compute"
+
+
+def _load(path):
+    return yaml.safe_load(path.read_text())
+
+
+def test_gres_conf_is_written_with_slurm_conf_in_one_call():
+    # gres.conf(5) Type and slurm.conf NodeName Gres= are one change: both files go through one
+    # slurm_config call, whose changes slurm_apply_plan classifies together.
+    tasks = _load(COMMON / "tasks" / "config.yml")
+    writes = [t for t in tasks if "slurm_config" in t]
+    assert len(writes) == 1
+    names = [f["name"] for f in writes[0]["slurm_config"]["files"]]
+    assert names[:2] == ["slurm.conf", "gres.conf"] and {"cgroup.conf", "topology.conf"} <= set(names)
+    plan = next(t for t in tasks if "slurm_common_apply" in t.get("ansible.builtin.set_fact", {}))
+    assert (
+        "__slurm_common_written.changes | slurm_apply_plan(slurm_common_version"
+        in (plan["ansible.builtin.set_fact"]["slurm_common_apply"])
+    )
+
+
+def test_slurm_compute_no_longer_restarts_slurmd_on_its_own():
+    # The plain "restart slurmd on a gres.conf change" bypassed the classifier (22.05 restarts both
+    # daemons on a Type change; 24.11 reconfigures).
+    assert not (COMPUTE / "handlers").exists()
+    assert not list(COMPUTE.rglob("gres.conf.j2"))
+    text = (COMPUTE / "tasks" / "main.yml").read_text()
+    assert "gres.conf" not in text.replace("gres.conf is already", "") and "notify" not in text
+
+
+def test_handlers_stop_then_restart_then_reconfigure():
+    handlers = _load(COMMON / "handlers" / "main.yml")
+    assert [h["name"] for h in handlers] == ["Stop slurm daemons", "Restart slurm daemons", "Reconfigure slurm"]
+    # AuthType: every host stops before any starts (handlers run in file order across all hosts).
+    assert handlers[0]["when"] == "slurm_common_apply.order == 'stop_all_then_start'"
+    assert handlers[1]["loop"] == handlers[0]["loop"] == "{{ slurm_common_apply.restart }}"
+
+
+def test_a_failed_reconfigure_fails_the_run_naming_slurmctld():
+    tasks = _load(COMMON / "tasks" / "reconfigure.yml")
+    block = next(t for t in tasks if "block" in t)["block"]
+    run = next(t for t in block if t.get("ansible.builtin.command", {}).get("argv") == ["scontrol", "reconfigure"])
+    assert run["failed_when"] is False  # the next task fails, with the message
+    fail = next(t for t in block if "ansible.builtin.fail" in t)
+    assert "slurmctld on {{ slurm_common_controller_hosts | first }}" in fail["ansible.builtin.fail"]["msg"]
+    assert "__slurm_common_reconfigure.rc" in fail["when"]
+    assert "ignore_errors" not in (COMMON / "tasks" / "reconfigure.yml").read_text()
+
+
+def test_release_vars_put_the_slurmctld_pid_file_where_its_unit_can_write_it():
+    # Debian 13's slurmctld.service: User=slurm, RuntimeDirectory=slurmctld (Slurm 24.11).
+    assert _load(COMMON / "vars" / "Debian_13.yml")["__slurm_common_os_ctld_pidfile"] == "/run/slurmctld/slurmctld.pid"
+    assert _load(COMMON / "vars" / "Debian.yml")["__slurm_common_os_ctld_pidfile"] == "/run/slurmctld.pid"
+    defaults = _load(COMMON / "defaults" / "main.yml")["slurm_common_config"]
+    assert defaults["SlurmctldPidFile"] == "{{ __slurm_common_ctld_pidfile }}"
+    assert "CryptoType" not in defaults and defaults["CredType"] == "cred/munge"
+    assert _load(COMPUTE / "vars" / "Debian_13.yml")["__slurm_compute_nvml_packages"] == ["slurm-wlm-nvml-plugin"]
+    assert _load(COMPUTE / "vars" / "main.yml")["__slurm_compute_nvml_packages"] == []
+
+
+def _lab_files(gpu01_type):
+    """slurm.conf + the cluster-wide gres.conf the lab renders, with gpu01's GPUs of one type."""
+    from ansible.module_utils.gres import gres_conf_cluster
+
+    gpus = {f"gpu0{n}": [{"minor": m, "type": "h100"} for m in (0, 1)] for n in (1, 2, 3)}
+    gpus["gpu01"] = [{"minor": m, "type": gpu01_type} for m in (0, 1)]
+    slurm = "ClusterName=lab\nSlurmctldHost=ctl1\n" + "".join(
+        f"NodeName={h} CPUs=8 Gres=gpu:{g[0]['type']}:2\n" for h, g in sorted(gpus.items())
+    )
+    return slurm, gres_conf_cluster(gpus, cores=False, links=False)
+
+
+def _plan(before, after, version, daemons):
+    from slurm import FilterModule
+
+    changes = [
+        {"name": n, "before": b, "after": a}
+        for n, b, a in zip(("slurm.conf", "gres.conf"), before, after, strict=True)
+        if b != a
+    ]
+    return FilterModule().filters()["slurm_apply_plan"](changes, version, daemons)
+
+
+def test_the_lab_gres_change_restarts_exactly_what_each_version_names():
+    # verify.yml's GRES step: gpu01 h100 -> a100 changes gres.conf Type and NodeName Gres= together.
+    before, after = _lab_files("h100"), _lab_files("a100")
+    assert "Type=a100" in after[1] and "gpu:a100:2" in after[0]
+    # gres.conf(5) 22.05 Type: "A restart of the slurmctld and slurmd daemons is required".
+    ctl, node = _plan(before, after, "22.05.8", ["slurmctld"]), _plan(before, after, "22.05.8", ["slurmd"])
+    assert (ctl["action"], ctl["restart"], node["action"], node["restart"]) == (
+        "restart",
+        ["slurmctld"],
+        "restart",
+        ["slurmd"],
+    )
+    assert any("gres.conf(5) 22.05 Type" in r for r in node["reasons"])
+    # gres.conf(5) 24.11 Type: scontrol reconfigure, every affected slurmd responding.
+    for daemons in (["slurmctld"], ["slurmd"]):
+        plan = _plan(before, after, "24.11.5", daemons)
+        assert (plan["action"], plan["restart"]) == ("reconfigure", [])
+        assert any("gres.conf(5) 24.11 Type" in r for r in plan["reasons"])
+
+
+def test_a_slurmctld_rule_restarts_the_controller_and_reconfigures_the_nodes_on_22_05():
+    # slurm.conf(5) 22.05 SchedulerType: "A restart of slurmctld is required"; the nodes still need the
+    # new file read, which the one scontrol reconfigure does.
+    base = "ClusterName=lab\nSlurmctldHost=ctl1\nNodeName=gpu01 CPUs=8\n"
+    before = (base + "SchedulerType=sched/backfill\n", "")
+    after = (base + "SchedulerType=sched/builtin\n", "")
+    ctl, node = _plan(before, after, "22.05.8", ["slurmctld"]), _plan(before, after, "22.05.8", ["slurmd"])
+    assert (ctl["action"], ctl["restart"]) == ("restart", ["slurmctld"])
+    assert (node["action"], node["restart"]) == ("reconfigure", [])
+    assert _plan(before, after, "24.11.5", ["slurmctld"])["action"] == "reconfigure"
