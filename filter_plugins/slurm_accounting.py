@@ -5,4 +5,4 @@ from ansible.module_utils.slurm_accounting import validate
 
 class FilterModule:
     def filters(self):
-        return {"slurm_accounting_errors": validate}
+        return {"accounting_policy_errors": validate}

@@ -80,7 +80,7 @@ def _lab_files(gpu01_type):
 
 
 def _plan(before, after, version, daemons):
-    from slurm import FilterModule
+    from slurm_change import FilterModule
 
     changes = [
         {"name": n, "before": b, "after": a}

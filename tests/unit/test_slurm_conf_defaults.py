@@ -43,7 +43,7 @@ def test_real_memory_step_is_one_percent_as_a_power_of_two_at_least_one_gib():
 def test_identical_servers_with_memtotal_drift_render_one_nodename_line():
     # 32 servers of one model whose MemTotal differs by firmware and kernel (up to ~1 GiB).
     hosts, hv = fleet([2063810 - 37 * i for i in range(32)])
-    nodes = nodes_from_facts(hosts, hv)
+    nodes = nodes_from_facts(hosts, hv, {}, "gpu_discovery_gres")
     lines = entity_lines(node_entities(nodes), "NodeName", "slurm_common_nodes")
     assert lines == [
         "NodeName=gpu[01-32] CoreSpecCount=2 CoresPerSocket=56 CPUs=224 Features=h100 Gres=gpu:h100:8 "
@@ -52,8 +52,8 @@ def test_identical_servers_with_memtotal_drift_render_one_nodename_line():
 
 
 def test_real_memory_never_exceeds_memtotal_and_keeps_its_value_under_small_drift():
-    before = nodes_from_facts(*fleet([2063810]))[0]["RealMemory"]
-    after = nodes_from_facts(*fleet([2063810 - 900]))[0]["RealMemory"]
+    before = nodes_from_facts(*fleet([2063810]), {}, "gpu_discovery_gres")[0]["RealMemory"]
+    after = nodes_from_facts(*fleet([2063810 - 900]), {}, "gpu_discovery_gres")[0]["RealMemory"]
     assert before == after == 2048000
     assert before <= 2063810 - 900
 
@@ -62,7 +62,7 @@ def test_core_reserve_leaves_every_gpu_a_core():
     # A small lab node: 2 cores and 2 GPUs keep no core back.
     hosts, hv = fleet([24105], ansible_processor_count=1, ansible_processor_cores=2,
                       ansible_processor_threads_per_core=1, gpu_discovery_gres="gpu:h100:2")
-    node = nodes_from_facts(hosts, hv)[0]
+    node = nodes_from_facts(hosts, hv, {}, "gpu_discovery_gres")[0]
     assert node["CoreSpecCount"] is None
     assert node["RealMemory"] == 23552
     assert node["MemSpecLimit"] == 2048
@@ -70,7 +70,7 @@ def test_core_reserve_leaves_every_gpu_a_core():
 
 
 def test_per_gpu_defaults_for_the_h100_server_use_whole_cores_after_the_reserve():
-    nodes = nodes_from_facts(*fleet([2063810]))
+    nodes = nodes_from_facts(*fleet([2063810]), {}, "gpu_discovery_gres")
     # (224 CPUs - 2 reserved cores x 2 threads) / 8 GPUs = 27.5 -> 26 (13 whole cores);
     # (2048000 - 20480 MiB) / 8 GPUs = 253440.
     assert per_gpu_defaults(nodes) == {"DefCpuPerGPU": 26, "DefMemPerGPU": 253440}
@@ -98,7 +98,7 @@ def test_default_gpu_jobs_fill_a_node_without_exceeding_it(sockets, cores, threa
     hv = {"n1": {"ansible_processor_count": sockets, "ansible_processor_cores": cores,
                  "ansible_processor_threads_per_core": threads, "ansible_memtotal_mb": memtotal,
                  "gpu_discovery_gres": f"gpu:x:{gpus}"}}
-    node = nodes_from_facts(["n1"], hv, {"cores": reserve_cores})[0]
+    node = nodes_from_facts(["n1"], hv, {"cores": reserve_cores}, "gpu_discovery_gres")[0]
     assert 0 < node["RealMemory"] <= memtotal
     spec_cores = node["CoreSpecCount"] or 0
     assert spec_cores <= reserve_cores and spec_cores < sockets * cores
@@ -114,7 +114,8 @@ def test_default_gpu_jobs_fill_a_node_without_exceeding_it(sockets, cores, threa
 
 def test_missing_facts_name_the_host():
     with pytest.raises(SlurmConfDataError, match="host gpu07: facts ansible_memtotal_mb are missing"):
-        nodes_from_facts(["gpu07"], {"gpu07": {k: v for k, v in H100.items() if k != "ansible_memtotal_mb"}})
+        nodes_from_facts(["gpu07"], {"gpu07": {k: v for k, v in H100.items() if k != "ansible_memtotal_mb"}}, {},
+                         "gpu_discovery_gres")
 
 
 @pytest.mark.parametrize(
@@ -128,7 +129,7 @@ def test_missing_facts_name_the_host():
 )
 def test_bad_reserve_names_the_variable(reserve, message):
     with pytest.raises(SlurmConfDataError, match=f"variable slurm_common_reserve: {message}"):
-        nodes_from_facts(*fleet([2063810]), reserve)
+        nodes_from_facts(*fleet([2063810]), reserve, "gpu_discovery_gres")
 
 
 def test_a_site_defmempercpu_drops_the_derived_defmempergpu():
@@ -158,7 +159,7 @@ def test_task_plugins_follow_the_order_the_version_s_man_page_recommends(version
 
 def test_nodes_fold_back_to_every_host():
     hosts, hv = fleet([2063810, 2063000, 1031000])
-    entities = node_entities(nodes_from_facts(hosts, hv))
+    entities = node_entities(nodes_from_facts(hosts, hv, {}, "gpu_discovery_gres"))
     # Same layout and GPUs make one shape, whatever the memory: all three get the smallest MemTotal.
     assert len(entities) == 1
     assert hostlist_expand(entities[0]["NodeName"]) == hosts
