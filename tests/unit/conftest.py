@@ -45,3 +45,13 @@ def fixture_text():
         return path.read_text()
 
     return _read
+
+
+@pytest.fixture
+def fixture_output(fixture_text):
+    """Return a capture's tool output alone: its text without the "#@" provenance lines."""
+
+    def _read(name):
+        return "".join(line for line in fixture_text(name).splitlines(keepends=True) if not line.startswith("#@"))
+
+    return _read

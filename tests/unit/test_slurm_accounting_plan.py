@@ -7,12 +7,9 @@ CLUSTER = "molslurm"
 
 
 @pytest.fixture
-def state(fixture_text):
-    def capture(name):
-        text = fixture_text(f"slurm_sacctmgr_show_{name}_22.05_lab.txt")
-        return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#@"))
-
-    return read_state({name: capture(name) for name in ("qos", "account", "user", "assoc")}, CLUSTER)
+def state(fixture_output):
+    names = ("qos", "account", "user", "assoc")
+    return read_state({name: fixture_output(f"slurm_sacctmgr_show_{name}_22.05_lab.txt") for name in names}, CLUSTER)
 
 
 # The policy that the captured database was made from, by hand.
@@ -108,11 +105,8 @@ def test_output_of_another_shape_is_refused():
         parse_show("ml|ml\n", ["Account", "Descr", "Org"])
 
 
-def test_a_tres_slurmdbd_does_not_know_is_named(fixture_text):
-    text = "".join(
-        line for line in fixture_text("slurm_sacctmgr_show_tres_22.05_lab.txt").splitlines(keepends=True)
-        if not line.startswith("#@")
-    )
+def test_a_tres_slurmdbd_does_not_know_is_named(fixture_output):
+    text = fixture_output("slurm_sacctmgr_show_tres_22.05_lab.txt")
     policy = {"qos": {"high": {"grp_tres": {"gres/gpu": 8, "cpu": 64}, "max_tres_per_user": {"gres/mps": 100}}},
               "accounts": {"ml": {"grp_tres": {"fs/disk": 10}}}}
     assert unknown_tres(policy, text) == ["gres/mps"]
