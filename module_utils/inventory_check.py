@@ -51,6 +51,16 @@ def required_var_errors(hostvars, groups, required):
     return errors
 
 
+_SECRET_WORDS = ("password", "secret", "token", "key")
+
+
+def _shown(var, value):
+    """A value for an error message; a variable whose name marks it as a secret is never echoed."""
+    if any(word in var.lower() for word in _SECRET_WORDS):
+        return f"a {type(value).__name__} (value hidden: {var} looks like a secret)"
+    return repr(value)
+
+
 def type_errors(hostvars, hosts, types):
     """Variables that, where set, must have a given type (int, str, bool, list, dict)."""
     errors = []
@@ -69,7 +79,7 @@ def type_errors(hostvars, hosts, types):
             if want == "int" and isinstance(value, str) and value.strip().isdigit():
                 ok = True
             if not ok:
-                errors.append(f"host {host}: variable {var} must be of type {want}, got {value!r}")
+                errors.append(f"host {host}: variable {var} must be of type {want}, got {_shown(var, value)}")
     return errors
 
 
@@ -82,7 +92,7 @@ def pattern_errors(hostvars, hosts, patterns):
             if var not in hv or hv[var] is None:
                 continue
             if not re.fullmatch(patterns[var], str(hv[var])):
-                errors.append(f"host {host}: variable {var} must match {patterns[var]}, got {hv[var]!r}")
+                errors.append(f"host {host}: variable {var} must match {patterns[var]}, got {_shown(var, hv[var])}")
     return errors
 
 

@@ -57,6 +57,26 @@ def test_wrong_type_is_reported_but_digit_strings_pass_as_int():
     assert len(errors) == 1 and "cluster_gpu_count" in errors[0]
 
 
+def test_a_secret_is_named_but_never_echoed_in_type_or_pattern_errors():
+    secret = "s3cr3t-Value"
+    types = inventory_errors(
+        hostvars(ctl1={"slurm_dbd_storage_password": ["s3cr3t-Value"]}),
+        GROUPS,
+        {"var_types": {"slurm_dbd_storage_password": "str"}},
+    )
+    patterns = inventory_errors(
+        hostvars(ctl1={"k3s_server_agent_token": secret}),
+        GROUPS,
+        {"var_patterns": {"k3s_server_agent_token": "[a-f0-9]+"}},
+    )
+    assert types == [
+        "host ctl1: variable slurm_dbd_storage_password must be of type str, got a list "
+        "(value hidden: slurm_dbd_storage_password looks like a secret)"
+    ]
+    assert len(patterns) == 1 and "k3s_server_agent_token" in patterns[0]
+    assert all(secret not in error for error in types + patterns)
+
+
 def test_duplicate_short_hostnames_and_addresses_are_errors():
     groups = {"all": ["gpu01.a.example", "gpu01.b.example"]}
     hv = {"gpu01.a.example": {"ansible_host": "10.0.0.1"}, "gpu01.b.example": {"ansible_host": "10.0.0.1"}}
