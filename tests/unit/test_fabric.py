@@ -192,7 +192,8 @@ def test_slurm_common_topology_template_is_byte_identical_for_the_lab_and_takes_
     from conftest import ROOT
     from slurm_topology import FilterModule as SlurmFilters
 
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    # as Ansible renders templates (trim_blocks): a block or comment tag eats the newline after it
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True)
     env.filters.update(SlurmFilters().filters())
     env.filters["comment"] = lambda text: f"# {text}"
     template = env.from_string((ROOT / "roles/slurm_common/templates/etc/slurm/topology.conf.j2").read_text())
