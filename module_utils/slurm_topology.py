@@ -120,14 +120,30 @@ def tree_lines(host_leaf, leaf_parent=None, root="root"):
     return lines
 
 
-def _block_groups(host_block, block_order=None):
+def fabric_block_order(blocks, leaf_parent=None):
+    """Blocks (leaf switches) in fabric order: the leaves under one spine next to each other.
+
+    Spines rank by their first leaf in ``blocks`` (the inventory order of the hosts), leaves keep
+    that order within their spine; a leaf without a spine (``leaf_parent``) ranks on its own.
+    Names never decide the order.
+    """
+    parent = {str(k): str(v) for k, v in (leaf_parent or {}).items()}
+    leaves = list(dict.fromkeys(str(b) for b in blocks))
+    rank = {}
+    for leaf in leaves:
+        rank.setdefault(("spine", parent[leaf]) if leaf in parent else ("leaf", leaf), len(rank))
+    return sorted(leaves, key=lambda leaf: rank[("spine", parent[leaf]) if leaf in parent else ("leaf", leaf)])
+
+
+def _block_groups(host_block, block_order=None, leaf_parent=None):
     """``{block: [hosts]}`` in fabric order.
 
     Slurm pairs each block with the next one in the file into larger blocks (topology.conf(5)
     24.11: "Defined blocks of nodes are paired with other contiguous blocks, to create a higher
-    level block of nodes"), so the order must follow the fabric, never the names. The order is
-    ``block_order`` when given (every block exactly once), else the order in which blocks first
-    appear in ``host_block`` (the inventory order of the hosts).
+    level block of nodes"; block_record.c 24.11 aggregates block i with the blocks after it by
+    index), so the order must follow the fabric, never the names. The order is ``block_order``
+    when given (every block exactly once), else :func:`fabric_block_order`: leaves under one
+    spine (``leaf_parent``, cluster_leaf_spine) together, in the inventory order of their hosts.
     """
     groups = {}
     for host, block in host_block.items():
@@ -135,7 +151,7 @@ def _block_groups(host_block, block_order=None):
             raise TopologyError(f"host {host}: cluster_leaf_switch (block) is empty")
         groups.setdefault(str(block), []).append(host)
     if block_order is None:
-        return groups
+        return {b: groups[b] for b in fabric_block_order(groups, leaf_parent)}
     order = [str(b) for b in block_order]
     unknown = [b for b in order if b not in groups]
     missing = [b for b in groups if b not in order]
@@ -158,6 +174,7 @@ def block_errors(
     block_order=None,
     block_var="cluster_leaf_switch",
     sizes_var="slurm_common_topology_block_sizes",
+    leaf_parent=None,
 ):
     """Every reason ``host_block``/``block_sizes`` would make a bad topology/block file.
 
@@ -183,7 +200,7 @@ def block_errors(
     if not host_block:
         return [*errors, f"{block_var}: topology/block needs at least one block, none is set"]
     try:
-        groups = _block_groups(host_block, block_order)
+        groups = _block_groups(host_block, block_order, leaf_parent)
     except TopologyError as exc:
         return [*errors, f"{block_var}: {exc}"]
     sizes = []
@@ -226,7 +243,7 @@ def check_block_topology(host_block, block_sizes=None, slurm_version=None, block
         raise TopologyError("; ".join(errors))
 
 
-def block_lines(host_block, block_sizes=None, block_order=None):
+def block_lines(host_block, block_sizes=None, block_order=None, leaf_parent=None):
     """topology/block lines from ``{host: block}`` (a block is usually a leaf or NVL domain).
 
     Blocks keep fabric order (see :func:`_block_groups`); ``block_sizes``: ints for
@@ -236,8 +253,8 @@ def block_lines(host_block, block_sizes=None, block_order=None):
     """
     if not host_block:
         return []
-    check_block_topology(host_block, block_sizes, block_order=block_order)
-    blocks = _block_groups(host_block, block_order)
+    check_block_topology(host_block, block_sizes, block_order=block_order, leaf_parent=leaf_parent)
+    blocks = _block_groups(host_block, block_order, leaf_parent)
     safe = slurm_safe_names(blocks)
     lines = [f"BlockName={safe[b]} Nodes={hostlist_fold(hosts)}" for b, hosts in blocks.items()]
     if block_sizes:
@@ -252,7 +269,7 @@ def topology_conf(
     if plugin in ("topology/tree", "tree"):
         lines = tree_lines(host_switch, leaf_parent, root)
     elif plugin in ("topology/block", "block"):
-        lines = block_lines(host_switch, block_sizes, block_order)
+        lines = block_lines(host_switch, block_sizes, block_order, leaf_parent)
     else:
         raise TopologyError(f"unsupported topology plugin {plugin!r} (topology/tree or topology/block)")
     return "".join(line + "\n" for line in lines)

@@ -192,12 +192,14 @@ def test_slurm_common_topology_template_is_byte_identical_for_the_lab_and_takes_
     from conftest import ROOT
     from slurm_topology import FilterModule as SlurmFilters
 
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    # as Ansible renders templates (trim_blocks): a block or comment tag eats the newline after it
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True)
     env.filters.update(SlurmFilters().filters())
     env.filters["comment"] = lambda text: f"# {text}"
     template = env.from_string((ROOT / "roles/slurm_common/templates/etc/slurm/topology.conf.j2").read_text())
     args = {"ansible_managed": "managed", "slurm_common_leaf_switches": LAB, "slurm_common_topology_root": "spine",
-            "__slurm_common_config_merged": {"TopologyPlugin": "topology/tree"}}
+            "__slurm_common_config_merged": {"TopologyPlugin": "topology/tree"},
+            "slurm_common_topology_block_sizes": None, "slurm_common_topology_block_order": None}
     lines = template.render(**args, slurm_common_leaf_spine={}).splitlines(keepends=True)
     # the lines topology.conf had before the fabric model: the lab's scenarios see no change
     assert "".join(lines[2:]) == topology_conf(LAB, "topology/tree", root="spine") + "\n"
@@ -205,3 +207,12 @@ def test_slurm_common_topology_template_is_byte_identical_for_the_lab_and_takes_
     fabric = from_inventory(LAB, {"leaf1": "spine1", "leaf2": "spine1"})
     assert spined.split("\n", 2)[2] == slurm_topology(fabric, root="spine") + "\n"
     assert "SwitchName=spine1 Switches=leaf[1-2]\n" in spined
+    # topology/block from the same leaves, in fabric order: leaf2 shares spine1 with leaf1, leaf3 does not.
+    blocks = template.render(**{
+        **args, "__slurm_common_config_merged": {"TopologyPlugin": "topology/block"},
+        "slurm_common_leaf_switches": {"gpu01": "leaf1", "gpu02": "leaf3", "gpu03": "leaf2"},
+        "slurm_common_leaf_spine": {"leaf1": "spine1", "leaf2": "spine1", "leaf3": "spine2"},
+        "slurm_common_topology_block_sizes": [1, 2]})
+    assert blocks.split("\n", 2)[2] == (
+        "BlockName=leaf1 Nodes=gpu01\nBlockName=leaf2 Nodes=gpu03\nBlockName=leaf3 Nodes=gpu02\nBlockSizes=1,2\n\n"
+    )

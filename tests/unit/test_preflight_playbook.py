@@ -49,6 +49,13 @@ def run_site(inventory):
             ["host ctl1: variable slurm_dbd_storage_password contains a character it must not hold (#"],
         ),
         (
+            "bad_block",
+            [
+                "cluster_slurm_block_sizes: 6 after 2: successive BlockSizes must be the prior size times a power",
+                "cluster_leaf_switch: block leaf3 has 1 nodes (gpu05), fewer than the base block size 2",
+            ],
+        ),
+        (
             "bad_node_stack",
             [
                 "host gpu01: fabric_manager_equals_driver: fabric_manager.version 550.163.01 must equal "

@@ -11,6 +11,7 @@ from ansible.module_utils.slurm_topology import (
     block_errors,
     block_lines,
     check_block_topology,
+    fabric_block_order,
     missing_hosts,
     slurm_safe_name,
     slurm_safe_names,
@@ -125,6 +126,17 @@ def test_blocks_follow_inventory_order_not_names():
     assert block_lines(host_block) == ["BlockName=leafZ Nodes=gpu[01-02]", "BlockName=leafA Nodes=gpu[03-04]"]
 
 
+def test_blocks_under_one_spine_stay_contiguous_in_fabric_order():
+    """topology.conf(5) 24.11: "Defined blocks of nodes are paired with other contiguous blocks, to create
+    a higher level block of nodes": leaves under one spine must be neighbours in the file, whatever
+    their names or the order of the hosts."""
+    host_block = {"gpu01": "leafB", "gpu02": "leafC", "gpu03": "leafA", "gpu04": "leafD"}
+    leaf_parent = {"leafB": "spine2", "leafC": "spine1", "leafA": "spine2", "leafD": "spine1"}
+    names = [line.split()[0] for line in block_lines(host_block, leaf_parent=leaf_parent)]
+    assert names == ["BlockName=leafB", "BlockName=leafA", "BlockName=leafC", "BlockName=leafD"]
+    assert fabric_block_order(["x", "y", "x", "z"], {"z": "s"}) == ["x", "y", "z"]
+
+
 def test_block_order_can_be_given_and_must_name_every_block_once():
     assert block_lines(HOST_LEAF, block_order=["leaf2", "leaf1"])[0] == "BlockName=leaf2 Nodes=gpu[03-04]"
     with pytest.raises(TopologyError, match=r"missing \['leaf2'\]"):
@@ -198,6 +210,20 @@ def test_preflight_filter_reports_block_errors_naming_the_variable():
     assert check(HOST_LEAF, [2, 3], "24.11.5", sizes_var="slurm_topo_sizes")[0].startswith(
         "slurm_topo_sizes: 3 after 2"
     )
+
+
+def test_preflight_filter_takes_the_spines_and_checks_the_base_block():
+    """topology.conf(5) 24.11 BlockSizes: "Each block must have at least the planning base block size
+    count of nodes"; the lab's fabric (leaf1: 2 nodes, leaf2: 1) needs a base of 1."""
+    from slurm_topology import FilterModule
+
+    check = FilterModule().filters()["preflight_slurm_block_errors"]
+    lab = {"gpu01": "leaf1", "gpu02": "leaf1", "gpu03": "leaf2"}
+    assert check(lab, [1, 2], None, leaf_parent={"leaf1": "s1", "leaf2": "s1"}) == []
+    assert check(lab, None, None, leaf_parent={"leaf1": "s1", "leaf2": "s1"}) == [
+        "cluster_leaf_switch: block leaf2 has 1 nodes (gpu03), fewer than the first block leaf1 (2 nodes); "
+        "each block must hold at least the base block size (topology.conf(5) 24.11)"
+    ]
 
 
 def test_topology_conf_dispatches_on_plugin():
