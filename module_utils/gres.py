@@ -10,9 +10,11 @@ Two ways to tell slurmd about GPUs (gres.conf(5)):
   deb12u3, so it cannot be installed there (roles/slurm_nvml detects and says so). Without the
   plugin, AutoDetect=nvml falls back to gpu/generic, finds 0 GPUs and the node drains with
   "gres/gpu count reported lower than configured"
-  (tests/fixtures/slurm_sinfo_R_gres_gpu_count_reported_lower.txt), so the roles write it only
-  where gpu_nvml.so is installed. Slurm 22.05's plugin opens only the unversioned
-  ``libnvidia-ml.so``, which Debian's libnvidia-ml1 does not ship (it has ``libnvidia-ml.so.1``).
+  (tests/fixtures/slurm_sinfo_R_gres_gpu_count_reported_lower.txt), so gres.conf says it only
+  for the nodes where roles/slurm_nvml proved that the plugin loads and NVML answers
+  (module_utils/slurm_nvml.py), one ``NodeName=... AutoDetect=nvml`` line for them. Slurm
+  22.05's plugin opens only the unversioned ``libnvidia-ml.so``, which Debian's libnvidia-ml1
+  does not ship (it has ``libnvidia-ml.so.1``).
 * explicit lines, one per GPU, generated here:
   ``Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-31 Links=-1,18,...``.
 
@@ -89,16 +91,22 @@ def gres_conf(gpus, autodetect=False, node_name=None, cores=True, links=True):
     return "".join(line + "\n" for line in lines)
 
 
-def gres_conf_cluster(gpus_by_host, autodetect=False, cores=True, links=True):
+def gres_conf_cluster(gpus_by_host, autodetect=False, cores=True, links=True, autodetect_nodes=()):
     """One gres.conf for many nodes: ``{host: gpus}`` -> text.
 
     Hosts whose lines are identical share lines with a folded ``NodeName=`` hostlist, so
-    10,000 identical nodes give one line per GPU.
+    10,000 identical nodes give one line per GPU. ``autodetect_nodes`` (short names) get the
+    node-specific ``NodeName=<nodes> AutoDetect=nvml`` line instead of explicit lines (gres.conf(5)
+    at 22.05 and 24.11: a NodeName line may carry its own AutoDetect, which wins over a global one);
+    ``autodetect=True`` gives the one global line for every node.
     """
     if autodetect:
         return "AutoDetect=nvml\n"
-    groups = {}
+    detect = sorted({str(host).split(".", 1)[0] for host in autodetect_nodes or []})
+    groups = {("AutoDetect=nvml",): detect} if detect else {}
     for host in sorted(gpus_by_host):
+        if host.split(".", 1)[0] in detect:
+            continue
         body = tuple(gres_conf_lines(gpus_by_host[host] or [], cores=cores, links=links))
         if body:
             groups.setdefault(body, []).append(host)

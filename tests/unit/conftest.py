@@ -47,11 +47,16 @@ def fixture_text():
     return _read
 
 
+def without_provenance(text):
+    """A capture's tool output alone: its text without the "#@" provenance lines."""
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#@"))
+
+
 @pytest.fixture
 def fixture_output(fixture_text):
     """Return a capture's tool output alone: its text without the "#@" provenance lines."""
 
     def _read(name):
-        return "".join(line for line in fixture_text(name).splitlines(keepends=True) if not line.startswith("#@"))
+        return without_provenance(fixture_text(name))
 
     return _read

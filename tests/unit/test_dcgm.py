@@ -10,17 +10,8 @@ FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 DIAG = "dcgmi_diag_r2_pass_a100x8_p4de_aws.txt"
 
 
-def verbatim(text):
-    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#@"))
-
-
-@pytest.fixture
-def capture(fixture_text):
-    return lambda name: verbatim(fixture_text(name))
-
-
-def test_level_two_pass_lists_every_test_by_section(capture):
-    diag = parse_dcgmi_diag(capture(DIAG))
+def test_level_two_pass_lists_every_test_by_section(fixture_output):
+    diag = parse_dcgmi_diag(fixture_output(DIAG))
     assert diag["metadata"]["DCGM Version"] == "3.3.3"
     assert diag["metadata"]["Driver Version Detected"] == "535.104.12"
     assert len(diag["tests"]) == 11
@@ -30,8 +21,8 @@ def test_level_two_pass_lists_every_test_by_section(capture):
     assert diag["failed"] == [] and diag["warned"] == [] and diag["skipped"] == []
 
 
-def test_failed_test_and_its_note_rows_are_reported(capture):
-    text = capture(DIAG).replace(
+def test_failed_test_and_its_note_rows_are_reported(fixture_output):
+    text = fixture_output(DIAG).replace(
         "| GPU Memory                | Pass - All                                     |",
         "| GPU Memory                | Fail - GPU: 3                                  |\n"
         "|                           | Warning: GPU 3 DBE detected                    |",
@@ -42,14 +33,14 @@ def test_failed_test_and_its_note_rows_are_reported(capture):
     assert mem["detail"] == "GPU: 3" and mem["notes"] == ["Warning: GPU 3 DBE detected"]
 
 
-def test_capture_cut_before_the_bottom_border_is_truncated(capture):
-    text = capture(DIAG).rstrip("\n")
+def test_capture_cut_before_the_bottom_border_is_truncated(fixture_output):
+    text = fixture_output(DIAG).rstrip("\n")
     with pytest.raises(ParseError, match="truncated"):
         parse_dcgmi_diag(text[: text.rindex("\n")])
 
 
-def test_capture_cut_mid_table_is_truncated(capture):
-    text = capture(DIAG)
+def test_capture_cut_mid_table_is_truncated(fixture_output):
+    text = fixture_output(DIAG)
     with pytest.raises(ParseError, match="truncated"):
         parse_dcgmi_diag(text[: text.index("+-----  Hardware")])
 
@@ -60,9 +51,9 @@ def test_host_engine_error_is_named_in_the_parse_error():
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.txt") if p.name != DIAG))
-def test_dcgmi_parser_rejects_other_captures(capture, name):
+def test_dcgmi_parser_rejects_other_captures(fixture_output, name):
     with pytest.raises(ParseError):
-        parse_dcgmi_diag(capture(name))
+        parse_dcgmi_diag(fixture_output(name))
 
 
 def test_empty_output_is_an_error():

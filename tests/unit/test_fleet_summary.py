@@ -21,6 +21,7 @@ from ansible.module_utils.fleet_summary import (
 from ansible.module_utils.k8s_state import POOL_LABEL
 from ansible.module_utils.pool_live import node_view
 from ansible.module_utils.slurm_state import parse_scontrol_nodes
+from conftest import without_provenance
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -36,7 +37,7 @@ def capture(name):
     path = CAPTURES / name
     if not path.is_file():
         pytest.fail(f"tests/unit/captures/{name} is missing")
-    return "\n".join(line for line in path.read_text().splitlines() if not line.startswith("#@"))
+    return without_provenance(path.read_text())
 
 
 def slurm_result(text=None):

@@ -12,18 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 
-def verbatim(text):
-    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#@"))
-
-
 @pytest.fixture
-def capture(fixture_text):
-    return lambda name: verbatim(fixture_text(name))
-
-
-@pytest.fixture
-def perf(capture):
-    return lambda name: parse_all_reduce_perf(capture(f"nccl_all_reduce_perf_{name}.txt"))
+def perf(fixture_output):
+    return lambda name: parse_all_reduce_perf(fixture_output(f"nccl_all_reduce_perf_{name}.txt"))
 
 
 # ------------------------------------------------------------------------------------ verdicts
@@ -109,30 +100,30 @@ def test_h100_pair_passes_its_profile(perf):
 # ---------------------------------------------------------------------------------- transports
 
 
-def test_socket_fallback_fails_where_ib_is_expected(capture):
-    t = parse_transports(capture("nccl_debug_info_net_socket_fallback_bad.txt"))
+def test_socket_fallback_fails_where_ib_is_expected(fixture_output):
+    t = parse_transports(fixture_output("nccl_debug_info_net_socket_fallback_bad.txt"))
     result = gate.transport_check(t, "ib", "pair")
     assert result["verdict"] == FAIL
     assert result["reason"] == "nccl: transport socket (13 channels), expected IB"
 
 
-def test_socket_fallback_passes_where_socket_is_expected(capture):
-    t = parse_transports(capture("nccl_debug_info_net_socket_fallback_bad.txt"))
+def test_socket_fallback_passes_where_socket_is_expected(fixture_output):
+    t = parse_transports(fixture_output("nccl_debug_info_net_socket_fallback_bad.txt"))
     assert gate.transport_check(t, "socket", "pair")["verdict"] == PASS
 
 
 @pytest.mark.parametrize("name", ["nccl_debug_info_transport_ib_gdrdma_good.txt",
                                   "nccl_debug_info_ib_without_gdr.txt",
                                   "nccl_debug_info_net_socket_and_ib_using_mixed.txt"])
-def test_ib_transport_passes_where_ib_is_expected(capture, name):
-    assert gate.transport_check(parse_transports(capture(name)), "ib", "pair")["verdict"] == PASS
+def test_ib_transport_passes_where_ib_is_expected(fixture_output, name):
+    assert gate.transport_check(parse_transports(fixture_output(name)), "ib", "pair")["verdict"] == PASS
 
 
-def test_ib_without_gdr_fails_when_gdr_is_required(capture):
-    t = parse_transports(capture("nccl_debug_info_ib_without_gdr.txt"))
+def test_ib_without_gdr_fails_when_gdr_is_required(fixture_output):
+    t = parse_transports(fixture_output("nccl_debug_info_ib_without_gdr.txt"))
     result = gate.transport_check(t, "ib", "pair", require_gdr=True)
     assert result["verdict"] == FAIL and "GPUDirect" in result["reason"]
-    t = parse_transports(capture("nccl_debug_info_transport_ib_gdrdma_good.txt"))
+    t = parse_transports(fixture_output("nccl_debug_info_transport_ib_gdrdma_good.txt"))
     assert gate.transport_check(t, "ib", "pair", require_gdr=True)["verdict"] == PASS
 
 
@@ -145,8 +136,8 @@ def test_single_node_run_needs_no_network_transport():
     assert gate.transport_check({"net": None, "gdr": None, "channels": {}}, "ib", "single")["verdict"] == PASS
 
 
-def test_single_node_run_over_socket_still_fails_when_ib_is_expected(capture):
-    t = parse_transports(capture("nccl_debug_info_net_socket_fallback_bad.txt"))
+def test_single_node_run_over_socket_still_fails_when_ib_is_expected(fixture_output):
+    t = parse_transports(fixture_output("nccl_debug_info_net_socket_fallback_bad.txt"))
     assert gate.transport_check(t, "ib", "single")["verdict"] == FAIL
 
 
@@ -204,38 +195,38 @@ def test_every_shipped_profile_has_the_threshold_keys():
 # ---------------------------------------------------------------------------------------- RDMA
 
 
-def test_ibstat_disabled_port_fails_when_every_port_is_expected(capture):
-    result = gate.rdma_ports_verdict(parse_ibstat(capture("ibstat_hdr_cx6_one_active_one_disabled.txt")))
+def test_ibstat_disabled_port_fails_when_every_port_is_expected(fixture_output):
+    result = gate.rdma_ports_verdict(parse_ibstat(fixture_output("ibstat_hdr_cx6_one_active_one_disabled.txt")))
     assert result["verdict"] == FAIL and result["reason"] == "rdma: mlx5_1/1 Down/Disabled"
 
 
-def test_ibstat_named_active_port_at_rate_passes(capture):
-    ports = parse_ibstat(capture("ibstat_hdr_cx6_one_active_one_disabled.txt"))
+def test_ibstat_named_active_port_at_rate_passes(fixture_output):
+    ports = parse_ibstat(fixture_output("ibstat_hdr_cx6_one_active_one_disabled.txt"))
     result = gate.rdma_ports_verdict(ports, ["mlx5_0"], 200)
     assert result["verdict"] == PASS and result["figures"]["active"] == 1
 
 
-def test_ibstat_port_below_expected_rate_fails(capture):
-    ports = parse_ibstat(capture("ibstat_hdr_cx6_one_active_one_disabled.txt"))
+def test_ibstat_port_below_expected_rate_fails(fixture_output):
+    ports = parse_ibstat(fixture_output("ibstat_hdr_cx6_one_active_one_disabled.txt"))
     result = gate.rdma_ports_verdict(ports, ["mlx5_0:1"], 400)
     assert result["reason"] == "rdma: mlx5_0/1 rate 200 < 400 Gb/s"
 
 
-def test_missing_expected_hca_fails(capture):
-    ports = parse_ibstat(capture("ibstat_hdr_cx6_one_active_one_disabled.txt"))
+def test_missing_expected_hca_fails(fixture_output):
+    ports = parse_ibstat(fixture_output("ibstat_hdr_cx6_one_active_one_disabled.txt"))
     assert gate.rdma_ports_verdict(ports, ["mlx5_0", "mlx5_2"])["reason"] == "rdma: mlx5_2 missing"
 
 
-def test_rate_unknown_to_ibv_devinfo_is_an_error_not_a_pass(capture):
-    ports = parse_ibv_devinfo(capture("ibv_devinfo_two_connectx3_hcas_port2_down.txt"))
+def test_rate_unknown_to_ibv_devinfo_is_an_error_not_a_pass(fixture_output):
+    ports = parse_ibv_devinfo(fixture_output("ibv_devinfo_two_connectx3_hcas_port2_down.txt"))
     result = gate.rdma_ports_verdict(ports, ["mlx4_0:1", "mlx4_1:1"], 40)
     assert result["verdict"] == ERROR and "needs -v" in result["reason"]
     no_rate = gate.rdma_ports_verdict(ports, ["mlx4_0:1", "mlx4_1:1"])
     assert no_rate["verdict"] == ERROR and "no expected port rate" in no_rate["reason"]
 
 
-def test_ib_write_bw_against_threshold(capture):
-    parsed = parse_ib_write_bw(capture("ib_write_bw_client_roce_100g_cx5_deepops.txt"))
+def test_ib_write_bw_against_threshold(fixture_output):
+    parsed = parse_ib_write_bw(fixture_output("ib_write_bw_client_roce_100g_cx5_deepops.txt"))
     assert gate.ib_write_bw_verdict(parsed, 90)["verdict"] == PASS
     result = gate.ib_write_bw_verdict(parsed, 95)
     assert result["reason"] == "rdma: ib_write_bw 92.4 Gb/s < 95 Gb/s"
@@ -266,20 +257,20 @@ def test_memory_errors_fail_and_unsupported_figures_are_listed():
     assert gate.gpu_health_verdict(gpus[:1])["verdict"] == PASS
 
 
-def test_nvlink_from_nvidia_smi_against_expected_count(capture):
-    gpus = parse_nvlink_status(capture("nvidia_smi_nvlink_status_good_a100_azure.txt"))
+def test_nvlink_from_nvidia_smi_against_expected_count(fixture_output):
+    gpus = parse_nvlink_status(fixture_output("nvidia_smi_nvlink_status_good_a100_azure.txt"))
     assert gate.nvlink_verdict(gpus, 12)["verdict"] == PASS
     assert gate.nvlink_verdict(gpus, 18)["reason"] == "nvlink: GPU7 12/18 links active"
 
 
-def test_inactive_nvlink_fails(capture):
-    text = capture("nvidia_smi_nvlink_status_good_a100_azure.txt")
+def test_inactive_nvlink_fails(fixture_output):
+    text = fixture_output("nvidia_smi_nvlink_status_good_a100_azure.txt")
     text = text.replace("Link 5: 25 GB/s", "Link 5: <inactive>")
     assert gate.nvlink_verdict(parse_nvlink_status(text), 12)["reason"] == "nvlink: GPU7 link 5 inactive"
 
 
-def test_dcgm_pass_and_fail(capture):
-    text = capture("dcgmi_diag_r2_pass_a100x8_p4de_aws.txt")
+def test_dcgm_pass_and_fail(fixture_output):
+    text = fixture_output("dcgmi_diag_r2_pass_a100x8_p4de_aws.txt")
     assert gate.dcgm_verdict(parse_dcgmi_diag(text))["verdict"] == PASS
     bad = text.replace("| Pass - All                                     |\n+-----  Hardware",
                        "| Fail - GPU: 2                                  |\n+-----  Hardware")

@@ -24,10 +24,6 @@ OSES = ["Debian_12", "Debian_13", "Ubuntu_22", "Ubuntu_24", "RedHat_9"]
 STACK_ROLES = ["gpu_repos", "nvidia_driver", "rdma_userspace", "nccl_tests", "dcgm", "nvidia_container_toolkit"]
 
 
-def verbatim(text):
-    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#@"))
-
-
 @pytest.fixture
 def lock():
     return yaml.safe_load(LOCK_FILE.read_text())["cluster_node_stack_versions"]
@@ -155,14 +151,14 @@ def test_a_refusal_says_what_to_do():
 # ------------------------------------------------------------- Slurm's NVML plugin (real captures)
 
 
-def test_bookworm_nvml_plugin_is_uninstallable_and_says_why(fixture_text):
-    verdict = apt_simulate_verdict(100, verbatim(fixture_text("apt_simulate_slurm_nvml_plugin_bookworm_unmet.txt")))
+def test_bookworm_nvml_plugin_is_uninstallable_and_says_why(fixture_output):
+    verdict = apt_simulate_verdict(100, fixture_output("apt_simulate_slurm_nvml_plugin_bookworm_unmet.txt"))
     assert verdict == {"installable": False, "reason": "slurm-wlm-nvml-plugin : Depends: slurm-wlm-basic-plugins "
                                                        "(= 22.05.8-4+deb12u2) but it is not going to be installed"}
 
 
-def test_trixie_nvml_plugin_installs(fixture_text):
-    text = verbatim(fixture_text("apt_simulate_slurm_nvml_plugin_trixie_ok.txt"))
+def test_trixie_nvml_plugin_installs(fixture_output):
+    text = fixture_output("apt_simulate_slurm_nvml_plugin_trixie_ok.txt")
     assert "Inst slurm-wlm-nvml-plugin (24.11.5-2" in text
     assert apt_simulate_verdict(0, text) == {"installable": True, "reason": ""}
 
@@ -174,8 +170,8 @@ def test_an_apt_answer_not_understood_is_an_error(rc, text):
         apt_simulate_verdict(rc, text)
 
 
-def test_the_filter_reads_a_registered_probe(fixture_text):
-    probe = {"rc": 100, "stdout": verbatim(fixture_text("apt_simulate_slurm_nvml_plugin_bookworm_unmet.txt")),
+def test_the_filter_reads_a_registered_probe(fixture_output):
+    probe = {"rc": 100, "stdout": fixture_output("apt_simulate_slurm_nvml_plugin_bookworm_unmet.txt"),
              "stderr": ""}
     assert FilterModule().filters()["node_stack_apt_simulate"](probe)["installable"] is False
 

@@ -27,15 +27,6 @@ BINS = {"timeout": "/usr/bin/timeout", "ibstat": "/usr/sbin/ibstat", "ibv_devinf
         "nvidia-smi": "/usr/bin/nvidia-smi"}
 
 
-def verbatim(text):
-    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#@"))
-
-
-@pytest.fixture
-def capture(fixture_text):
-    return lambda name: verbatim(fixture_text(name))
-
-
 @pytest.fixture
 def run(monkeypatch, capsys):
     def _run(module, args, replies):
@@ -58,31 +49,32 @@ def run(monkeypatch, capsys):
 # ------------------------------------------------------------------------------------- no HCA
 
 
-def test_the_no_hca_capture_is_empty_and_exit_0(capture, fixture_text):
-    assert capture(NO_HCA) == ""
+def test_the_no_hca_capture_is_empty_and_exit_0(fixture_output, fixture_text):
+    assert fixture_output(NO_HCA) == ""
     assert "exit status 0 and NO output" in fixture_text(NO_HCA)
 
 
-def test_empty_ibstat_alone_is_still_a_parse_error(capture):
+def test_empty_ibstat_alone_is_still_a_parse_error(fixture_output):
     with pytest.raises(ParseError, match="empty output"):
-        parse_ibstat(capture(NO_HCA))
+        parse_ibstat(fixture_output(NO_HCA))
 
 
 @pytest.mark.parametrize("sysfs", [None, []], ids=["no-class-dir", "empty-class-dir"])
-def test_rdma_gate_without_hca_fails_with_the_reason(run, capture, tmp_path, sysfs):
+def test_rdma_gate_without_hca_fails_with_the_reason(run, fixture_output, tmp_path, sysfs):
     class_dir = tmp_path / "infiniband"
     if sysfs is not None:
         class_dir.mkdir()
     result = run(rdma_gate, {"expected_ports": 1, "expected_rate_gbps": 200, "link_layer": "InfiniBand",
-                             "sysfs_class_dir": str(class_dir)}, {"ibstat": (0, capture(NO_HCA), "")})
+                             "sysfs_class_dir": str(class_dir)}, {"ibstat": (0, fixture_output(NO_HCA), "")})
     assert result["verdict"] == "FAIL"
     assert result["reason"] == "rdma: no HCA: ibstat lists no CA and /sys/class/infiniband has no RDMA device"
 
 
-def test_empty_ibstat_with_devices_in_sysfs_is_an_error_not_a_fail(run, capture, tmp_path):
+def test_empty_ibstat_with_devices_in_sysfs_is_an_error_not_a_fail(run, fixture_output, tmp_path):
     (tmp_path / "infiniband" / "mlx5_0").mkdir(parents=True)
     result = run(rdma_gate, {"expected_ports": 1, "expected_rate_gbps": 200,
-                             "sysfs_class_dir": str(tmp_path / "infiniband")}, {"ibstat": (0, capture(NO_HCA), "")})
+                             "sysfs_class_dir": str(tmp_path / "infiniband")},
+                 {"ibstat": (0, fixture_output(NO_HCA), "")})
     assert result["verdict"] == "ERROR" and "empty output" in result["reason"]
 
 
@@ -92,8 +84,8 @@ def test_no_hca_is_claimed_only_on_empty_exit_0_and_an_empty_rdma_class(rc, out,
     assert no_hca_reason("ibv_devinfo", "", 0, None) is None
 
 
-def test_ibv_devinfo_without_rdma_support_is_an_error_not_a_pass(run, capture):
-    text = capture(NO_DEVINFO)
+def test_ibv_devinfo_without_rdma_support_is_an_error_not_a_pass(run, fixture_output):
+    text = fixture_output(NO_DEVINFO)
     assert text.strip() == "Failed to get IB devices list: Function not implemented"
     result = run(rdma_gate, {"tool": "ibv_devinfo", "expected_ports": 1, "expected_rate_gbps": 200},
                  {"ibv_devinfo": (255, "", text)})
@@ -104,23 +96,23 @@ def test_ibv_devinfo_without_rdma_support_is_an_error_not_a_pass(run, capture):
 # --------------------------------------------------------------------------- driver not loaded
 
 
-def test_nvidia_smi_without_kernel_module_is_driver_not_loaded(capture):
-    text = capture(SMI)
+def test_nvidia_smi_without_kernel_module_is_driver_not_loaded(fixture_output):
+    text = fixture_output(SMI)
     with pytest.raises(FaultSeen, match=r"^driver not loaded \(NVIDIA-SMI has failed"):
         check_driver(text)
     with pytest.raises(FaultSeen, match="driver not loaded"):
         parse_nvlink_status(text)
 
 
-def test_gpu_gate_nvlink_through_nvidia_smi_fails_on_the_broken_driver(run, capture):
+def test_gpu_gate_nvlink_through_nvidia_smi_fails_on_the_broken_driver(run, fixture_output):
     result = run(gpu_gate, {"checks": ["nvlink"], "nvlink_source": "nvidia_smi", "expected_nvlinks": 0},
-                 {"nvidia-smi": (9, capture(SMI), "")})
+                 {"nvidia-smi": (9, fixture_output(SMI), "")})
     assert result["verdict"] == "FAIL" and "driver not loaded" in result["reason"]
 
 
-def _nvml_raising(capture):
+def _nvml_raising(fixture_output):
     """An NVML double whose nvmlInit fails exactly as the lab's libnvidia-ml1 did (class and code)."""
-    name, message, code = (part.strip() for part in capture(NVML).strip().split("|"))
+    name, message, code = (part.strip() for part in fixture_output(NVML).strip().split("|"))
     error_class = getattr(pynvml, name)
     assert error_class().value == int(code) == pynvml.NVML_ERROR_DRIVER_NOT_LOADED
     assert str(error_class()) == message
@@ -134,12 +126,12 @@ def _nvml_raising(capture):
     return nvml
 
 
-def test_gpu_gate_through_nvml_fails_on_the_broken_driver(run, capture, monkeypatch):
-    monkeypatch.setattr(gpu_gate, "pynvml", _nvml_raising(capture))
+def test_gpu_gate_through_nvml_fails_on_the_broken_driver(run, fixture_output, monkeypatch):
+    monkeypatch.setattr(gpu_gate, "pynvml", _nvml_raising(fixture_output))
     result = run(gpu_gate, {"checks": ["memory"], "expected_count": 1}, {})
     assert result["verdict"] == "FAIL"
     assert result["reason"] == "gpu: NVIDIA driver not loaded (NVML: Driver Not Loaded)"
 
 
-def test_mpirun_version_line_is_what_the_scenario_checks(capture):
-    assert re.search(r"^mpirun \(Open MPI\) [0-9.]+", capture(MPIRUN), re.M)
+def test_mpirun_version_line_is_what_the_scenario_checks(fixture_output):
+    assert re.search(r"^mpirun \(Open MPI\) [0-9.]+", fixture_output(MPIRUN), re.M)

@@ -63,8 +63,6 @@ def test_release_vars_put_the_slurmctld_pid_file_where_its_unit_can_write_it():
     defaults = _load(COMMON / "defaults" / "main.yml")["slurm_common_config"]
     assert defaults["SlurmctldPidFile"] == "{{ __slurm_common_ctld_pidfile }}"
     assert "CryptoType" not in defaults and defaults["CredType"] == "cred/munge"
-    assert _load(COMPUTE / "vars" / "Debian_13.yml")["__slurm_compute_nvml_packages"] == ["slurm-wlm-nvml-plugin"]
-    assert _load(COMPUTE / "vars" / "main.yml")["__slurm_compute_nvml_packages"] == []
 
 
 def _lab_files(gpu01_type):
