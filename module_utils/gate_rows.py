@@ -16,7 +16,8 @@ from ansible.module_utils.gate import ERROR, FAIL, PASS, VERDICTS, blame, fmt_gb
 from ansible.module_utils.node_reason import make_reason, parse_reason
 
 # Reason kinds a gate may lift: a join's hold and an earlier gate's FAIL. A `move` is the pool executor's.
-ADMIT_KINDS = ("hold", "gate")
+# maint: a node maintain.yml drained and changed returns to service only through a gate PASS.
+ADMIT_KINDS = ("hold", "gate", "maint")
 
 
 def _num(value):
@@ -199,7 +200,7 @@ def gate_slurm_actions(verdicts, views, run_id, pool="slurm"):
 
     * FAIL: drain with ``gpufleet:gate,...,<gate>:<figure>`` unless an admin's drain is there (never
       touched) or the node already carries that gate reason (a re-run changes nothing);
-    * PASS: resume only a node drained with a ``hold`` or ``gate`` reason of ours for this pool;
+    * PASS: resume only a node drained with a ``hold``, ``gate`` or ``maint`` reason of ours for this pool;
     * ERROR: nothing (not blamed, not admitted: a held node stays held with its reason).
     Nodes that Slurm does not know are left out.
     """

@@ -10,6 +10,7 @@ Format (no spaces, no quotes, nothing a shell or ``scontrol update reason=`` man
 
     gpufleet:move,to=k8s,run=20260121T1000,leaving-slurm
     gpufleet:gate,to=slurm,run=r42,nccl-busbw-low-120GB/s
+    gpufleet:maint,to=slurm,run=20261124T0300,drain   (maintain.yml: drained, then ``applied``)
 
 The first 20 characters (what ``sinfo -R`` shows by default) carry the tag, the kind and the target pool.
 """
@@ -17,7 +18,7 @@ The first 20 characters (what ``sinfo -R`` shows by default) carry the tag, the 
 import re
 
 TAG = "gpufleet:"
-KINDS = ("move", "hold", "gate")
+KINDS = ("move", "hold", "gate", "maint")
 MAX_LEN = 96
 
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")

@@ -1,0 +1,449 @@
+"""Rolling maintenance: which nodes, in which waves, and the upgrade orders Slurm and Kubernetes allow.
+
+Pure functions. Maintenance is a pool move whose target is the node's own pool, with a change in the
+middle: a wave takes nodes out of service (drain), changes them, gates them and puts them back. A wave
+stays within ``max_unavailable`` and each pool's maintenance share, never takes a pool's in-service
+nodes below its minimum, and keeps the nodes of a leaf switch together where those limits allow.
+See docs/maintenance.md.
+"""
+
+import math
+import re
+
+from ansible.module_utils.pool_policy import normalize as pools_normalize
+from ansible.module_utils.pool_policy import parse_target
+
+VAR = "cluster_maintenance"
+CHANGE_VAR = "maint_change"
+POLICY_KEYS = ("share", "failure_threshold", "max_unavailable", "drain_timeout", "reservation")
+DEFAULTS = {"share": "10%", "failure_threshold": 0, "max_unavailable": None, "drain_timeout": 3600,
+            "reservation": False}
+CHANGE_KINDS = ("packages", "version_lock", "reboot", "tasks")
+CHANGE_KEYS = ("kind", "packages", "tasks", "reboot")
+
+# Slurm major releases in order (the year.month of each, docs: slurm.schedmd.com/upgrades.html "Release
+# Cycle"). A version outside this list is refused rather than guessed.
+SLURM_RELEASES = ("17.02", "17.11", "18.08", "19.05", "20.02", "20.11", "21.08", "22.05", "23.02", "23.11",
+                  "24.05", "24.11", "25.05", "25.11")
+
+_VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def normalize_policy(policy, pools=None):
+    """Return ``(normalized, errors)`` for ``cluster_maintenance`` (None or {} means every default).
+
+    ``max_unavailable`` defaults to ``cluster_pools.max_unavailable`` (1 without a pool policy).
+    ``share`` is a node count or a fraction (``"10%"``, ``0.1``) of each pool's nodes.
+    """
+    errors = []
+    if policy is None:
+        policy = {}
+    if not isinstance(policy, dict):
+        return None, [f"{VAR}: must be a mapping, got {type(policy).__name__}"]
+    errors += [f"{VAR}.{key}: unknown key (known: {', '.join(POLICY_KEYS)})"
+               for key in sorted(map(str, policy)) if key not in POLICY_KEYS]
+    out = dict(DEFAULTS)
+    share = policy.get("share", DEFAULTS["share"])
+    try:
+        parse_target(share)
+        out["share"] = share
+    except ValueError as exc:
+        errors.append(f"{VAR}.share: {exc}")
+    ft = policy.get("failure_threshold", DEFAULTS["failure_threshold"])
+    if not _is_int(ft) or ft < 0:
+        errors.append(f"{VAR}.failure_threshold: must be a non-negative integer (failures a wave may have "
+                      f"before the rollout stops), got {ft!r}")
+    else:
+        out["failure_threshold"] = ft
+    fallback = 1
+    if isinstance(pools, dict):
+        fallback = pools.get("max_unavailable", 1) if _is_int(pools.get("max_unavailable", 1)) else 1
+    mu = policy.get("max_unavailable")
+    if mu is None:
+        out["max_unavailable"] = fallback
+    elif not _is_int(mu) or mu < 1:
+        errors.append(f"{VAR}.max_unavailable: must be an integer of at least 1, got {mu!r}")
+    else:
+        out["max_unavailable"] = mu
+    dt = policy.get("drain_timeout", DEFAULTS["drain_timeout"])
+    if not _is_int(dt) or dt < 0:
+        errors.append(f"{VAR}.drain_timeout: must be a non-negative integer (seconds), got {dt!r}")
+    else:
+        out["drain_timeout"] = dt
+    res = policy.get("reservation", DEFAULTS["reservation"])
+    if not isinstance(res, bool):
+        errors.append(f"{VAR}.reservation: must be true or false, got {res!r}")
+    else:
+        out["reservation"] = res
+    return out, errors
+
+
+def validate_change(change):
+    """Return every error in ``maint_change`` (the change a maintenance run applies, given as data).
+
+    Kinds: ``packages`` ({name: version}, applied with the package manager), ``version_lock`` (the node
+    stack roles converge the node to the version lock), ``reboot`` (nothing but a reboot), ``tasks`` (a
+    site task file). ``reboot`` defaults to true for ``reboot`` and ``version_lock``, false otherwise.
+    """
+    if not isinstance(change, dict):
+        return [f"{CHANGE_VAR}: must be a mapping with 'kind' ({', '.join(CHANGE_KINDS)}), "
+                f"got {type(change).__name__}"]
+    errors = [f"{CHANGE_VAR}.{key}: unknown key (known: {', '.join(CHANGE_KEYS)})"
+              for key in sorted(map(str, change)) if key not in CHANGE_KEYS]
+    kind = change.get("kind")
+    if kind not in CHANGE_KINDS:
+        errors.append(f"{CHANGE_VAR}.kind: must be one of {', '.join(CHANGE_KINDS)}, got {kind!r}")
+    pkgs = change.get("packages")
+    if kind == "packages":
+        if not isinstance(pkgs, dict) or not pkgs:
+            errors.append(f"{CHANGE_VAR}.packages: kind packages needs a mapping of package name to version")
+        else:
+            for name, version in sorted(pkgs.items(), key=lambda kv: str(kv[0])):
+                if not isinstance(name, str) or not name or not isinstance(version, str) or not version.strip():
+                    errors.append(f"{CHANGE_VAR}.packages.{name}: the version must be a non-empty string "
+                                  f"(quote it in YAML), got {version!r}")
+    elif pkgs is not None:
+        errors.append(f"{CHANGE_VAR}.packages: only kind packages takes packages (kind is {kind!r})")
+    tasks = change.get("tasks")
+    if kind == "tasks":
+        if not isinstance(tasks, str) or not tasks.endswith((".yml", ".yaml")):
+            errors.append(f"{CHANGE_VAR}.tasks: kind tasks needs the path of a site task file (.yml), got {tasks!r}")
+    elif tasks is not None:
+        errors.append(f"{CHANGE_VAR}.tasks: only kind tasks takes a task file (kind is {kind!r})")
+    reboot = change.get("reboot")
+    if reboot is not None and not isinstance(reboot, bool):
+        errors.append(f"{CHANGE_VAR}.reboot: must be true or false, got {reboot!r}")
+    return errors
+
+
+def change_reboots(change):
+    """Whether *change* (valid) needs a reboot: its ``reboot`` key, else true for reboot and version_lock."""
+    if change.get("reboot") is not None:
+        return bool(change["reboot"])
+    return change.get("kind") in ("reboot", "version_lock")
+
+
+def drifted(installed, wanted):
+    """Packages whose installed version differs from the wanted one: ``{name: {installed, wanted}}``.
+
+    *installed*: Ansible's package facts (``{name: [{version: ...}, ...]}``) or ``{name: version}``; a
+    package that is not installed drifts (installed None).
+    """
+    out = {}
+    for name, want in sorted((wanted or {}).items()):
+        have = (installed or {}).get(name)
+        if isinstance(have, list):
+            versions = [str(p.get("version")) for p in have if isinstance(p, dict)]
+        elif have is None:
+            versions = []
+        else:
+            versions = [str(have)]
+        if str(want) not in versions:
+            out[name] = {"installed": versions[0] if versions else None, "wanted": str(want)}
+    return out
+
+
+def _share_count(share, size):
+    kind, number = parse_target(share)
+    if kind == "count":
+        return number
+    # A fraction rounds down, but a pool with nodes always lets one go (10% of 4 nodes is one node,
+    # not none); the minimum below still decides whether even that one may go.
+    return max(1, math.floor(number * size + 1e-9)) if size else 0
+
+
+NODE_KEYS = ("name", "pool", "leaf", "in_service", "selected", "unfinished")
+
+
+def _check_nodes(nodes):
+    errors = []
+    if not isinstance(nodes, (list, tuple)):
+        return [f"nodes: expected a list of node dicts, got {type(nodes).__name__}"]
+    seen = set()
+    for i, n in enumerate(nodes):
+        if not isinstance(n, dict) or not isinstance(n.get("name"), str) or not n.get("name"):
+            errors.append(f"nodes[{i}]: needs a 'name' (string), got {n!r}")
+            continue
+        if n["name"] in seen:
+            errors.append(f"{n['name']}: appears twice in nodes")
+        seen.add(n["name"])
+        unknown = sorted(set(map(str, n)) - set(NODE_KEYS))
+        if unknown:
+            errors.append(f"{n['name']}: unknown node keys {', '.join(unknown)} (known: {', '.join(NODE_KEYS)})")
+        for key in ("pool", "leaf"):
+            if n.get(key) is not None and not isinstance(n.get(key), str):
+                errors.append(f"{n['name']}: {key} must be a string or null, got {n.get(key)!r}")
+    return errors
+
+
+def plan_waves(nodes, policy=None, pools=None):
+    """Plan the maintenance waves.
+
+    *nodes*: ``[{name, pool, leaf, in_service, selected, unfinished}]``: every GPU node (the pools are
+    counted over all of them); ``selected`` marks the ones to maintain, ``unfinished`` those an earlier
+    run left drained for maintenance (they always go, first: they are out of service already).
+    *policy*: ``cluster_maintenance``; *pools*: ``cluster_pools`` (its minimums; none without it).
+
+    Rules, each a unit test:
+    - a wave holds at most ``max_unavailable`` nodes;
+    - a wave takes at most the pool's share of the pool's nodes out of service (``share``, default 10%,
+      at least one node);
+    - a wave never takes a pool's in-service nodes below its minimum; a node that would is left out,
+      with the reason;
+    - the nodes of one leaf switch go in one wave where the limits allow (leaf groups are placed whole,
+      first fit), and a leaf larger than a wave is split into as few waves as possible;
+    - unfinished nodes (already out) cost no share and no minimum, and go in the first wave.
+    Returns ``{waves, left_out, pools, max_unavailable, failure_threshold, drain_timeout, reservation}``.
+    Raises ValueError on invalid input (validate first for messages that name hosts).
+    """
+    norm, errors = normalize_policy(policy, pools)
+    mins = {}
+    if pools is not None:
+        pnorm, perrors = pools_normalize(pools)
+        errors += perrors
+        if pnorm:
+            mins = {p: spec["min"] for p, spec in pnorm["pools"].items()}
+    errors += _check_nodes(nodes)
+    if errors:
+        raise ValueError("; ".join(errors))
+    nodes = sorted(nodes, key=lambda n: n["name"])
+    size, in_service = {}, {}
+    for n in nodes:
+        p = n.get("pool")
+        if p is None:
+            continue
+        size[p] = size.get(p, 0) + 1
+        if n.get("in_service", True):
+            in_service[p] = in_service.get(p, 0) + 1
+    pool_info = {}
+    for p in sorted(size):
+        share = _share_count(norm["share"], size[p])
+        mn = mins.get(p, 0)
+        spare = in_service.get(p, 0) - mn
+        pool_info[p] = {"nodes": size[p], "in_service": in_service.get(p, 0), "min": mn,
+                        "share": share, "per_wave": max(0, min(share, spare))}
+    mu = norm["max_unavailable"]
+    left_out = []
+    cands = []
+    for n in nodes:
+        if not (n.get("selected") or n.get("unfinished")):
+            continue
+        p = n.get("pool")
+        costs = bool(n.get("in_service", True)) and not n.get("unfinished") and p is not None
+        if costs and pool_info[p]["per_wave"] <= 0:
+            info = pool_info[p]
+            why = (f"taking it out would leave pool {p} below its minimum of {info['min']} "
+                   f"({info['in_service']} in service)") if info["share"] > 0 else \
+                f"pool {p}'s maintenance share ({norm['share']}) allows no node"
+            left_out.append({"node": n["name"], "reason": why})
+            continue
+        cands.append((n, costs))
+    # Groups: unfinished nodes first (one group each), then whole leaves, then leafless nodes.
+    groups = {}
+    for n, costs in cands:
+        if n.get("unfinished"):
+            key = (0, "", n["name"])
+        elif n.get("leaf"):
+            key = (1, n["leaf"], "")
+        else:
+            key = (2, "", n["name"])
+        groups.setdefault(key, []).append((n, costs))
+    waves = []  # each: {"nodes": [...], "use": {pool: n}}
+
+    def fits(wave, members):
+        if len(wave["nodes"]) + len(members) > mu:
+            return False
+        use = dict(wave["use"])
+        for n, costs in members:
+            if costs:
+                use[n["pool"]] = use.get(n["pool"], 0) + 1
+                if use[n["pool"]] > pool_info[n["pool"]]["per_wave"]:
+                    return False
+        return True
+
+    def add(wave, members):
+        for n, costs in members:
+            wave["nodes"].append(n["name"])
+            if costs:
+                wave["use"][n["pool"]] = wave["use"].get(n["pool"], 0) + 1
+
+    for key in sorted(groups):
+        members = groups[key]
+        target = next((w for w in waves if fits(w, members)), None)
+        if target is not None:
+            add(target, members)
+            continue
+        # The leaf does not fit whole in any wave: split it, filling the waves in order.
+        for m in members:
+            target = next((w for w in waves if fits(w, [m])), None)
+            if target is None:
+                target = {"nodes": [], "use": {}}
+                waves.append(target)
+            add(target, [m])
+    return {
+        "waves": [sorted(w["nodes"]) for w in waves],
+        "left_out": left_out,
+        "pools": pool_info,
+        "max_unavailable": mu,
+        "failure_threshold": norm["failure_threshold"],
+        "drain_timeout": norm["drain_timeout"],
+        "reservation": norm["reservation"],
+        "share": norm["share"],
+    }
+
+
+def wave_check(wave, views, pools, pool_of):
+    """Split a planned *wave* against the live state before it starts: ``{go: [...], left_out: [...]}``.
+
+    A wave continues only where each pool's minimum still holds (an earlier wave's FAIL node stays out,
+    so a later wave may no longer fit). *views*: ``{node: {drained, down}}`` (slurm_node_info);
+    *pools*: ``cluster_pools`` or None; *pool_of*: ``{node: pool}``.
+    """
+    mins = {}
+    if pools:
+        pnorm, _errors = pools_normalize(pools)
+        if pnorm:
+            mins = {p: s["min"] for p, s in pnorm["pools"].items()}
+    up = {}
+    for node, view in (views or {}).items():
+        p = pool_of.get(node)
+        if p is not None and not view.get("drained") and not view.get("down"):
+            up[p] = up.get(p, 0) + 1
+    go, left = [], []
+    for node in sorted(wave):
+        p = pool_of.get(node)
+        view = (views or {}).get(node) or {}
+        out_already = bool(view.get("drained")) or bool(view.get("down"))
+        if p is None or out_already:
+            go.append(node)
+            continue
+        if up.get(p, 0) - 1 < mins.get(p, 0):
+            left.append({"node": node, "reason": f"pool {p} has {up.get(p, 0)} nodes in service now, "
+                                                 f"its minimum is {mins.get(p, 0)}: the wave goes on without it"})
+            continue
+        up[p] -= 1
+        go.append(node)
+    return {"go": go, "left_out": left}
+
+
+def rollout_stops(failures, threshold):
+    """Whether a wave with *failures* FAIL/ERROR nodes stops the rollout (more than *threshold*)."""
+    return int(failures) > int(threshold)
+
+
+def _major_minor(version, what):
+    match = _VERSION_RE.match(str(version)) if version is not None else None
+    if not match:
+        raise ValueError(f"{what}: {version!r} is not a version (major.minor[.patch])")
+    return int(match.group(1)), int(match.group(2))
+
+
+def slurm_upgrade_errors(current, target, var="slurm_version"):
+    """Errors for a Slurm upgrade from *current* to *target* (empty: Slurm supports it in place).
+
+    Rule (Slurm's upgrade guide, https://slurm.schedmd.com/upgrades.html "Compatibility Window", and each
+    release's RELEASE_NOTES, e.g. 24.11: "Slurm can be upgraded from version 23.02, 23.11 or 24.05 to
+    version 24.11 without loss of jobs or other state information. Upgrading directly from an earlier
+    version of Slurm will result in loss of state information."): a release up to 24.05 upgrades in place
+    from the two previous major releases; from 24.11 on, from the three previous ones. A downgrade is
+    never supported.
+    """
+    cur = "{:02d}.{:02d}".format(*_major_minor(current, f"{var} (installed)"))
+    tgt = "{:02d}.{:02d}".format(*_major_minor(target, f"{var} (target)"))
+    errors = []
+    for name, rel in (("installed", cur), ("target", tgt)):
+        if rel not in SLURM_RELEASES:
+            errors.append(f"{var}: {name} Slurm {rel} is not a known major release "
+                          f"(known: {SLURM_RELEASES[0]} .. {SLURM_RELEASES[-1]})")
+    if errors:
+        return errors
+    i, j = SLURM_RELEASES.index(cur), SLURM_RELEASES.index(tgt)
+    if j < i:
+        return [f"{var}: Slurm {tgt} is older than the installed {cur}; Slurm does not support downgrades"]
+    window = 3 if SLURM_RELEASES.index(tgt) >= SLURM_RELEASES.index("24.11") else 2
+    if j - i > window:
+        allowed = ", ".join(SLURM_RELEASES[max(0, j - window):j])
+        return [f"{var}: Slurm {tgt} upgrades in place only from {allowed}; the installed {cur} skips "
+                f"{j - i - 1} releases: upgrade through {SLURM_RELEASES[i + window]} first"]
+    return []
+
+
+def slurm_upgrade_phases(dbd, controllers, computes, waves):
+    """The order Slurm documents: slurmdbd first (its database backed up first), then slurmctld, then
+    slurmd in the given *waves* of compute nodes (RELEASE_NOTES: "If using the slurmdbd ... you must update
+    this first"; the upgrade guide: slurmdbd, then slurmctld, then slurmd).
+    """
+    phases = []
+    if dbd:
+        phases.append({"phase": "slurmdbd", "nodes": sorted(dbd), "backup_database": True})
+    for ctl in sorted(controllers or []):
+        phases.append({"phase": "slurmctld", "nodes": [ctl]})
+    cset = set(computes or [])
+    for wave in waves or []:
+        nodes = [n for n in wave if n in cset]
+        if nodes:
+            phases.append({"phase": "slurmd", "nodes": sorted(nodes)})
+    return phases
+
+
+def k8s_upgrade_errors(current, target, var="k8s_version"):
+    """Errors for a Kubernetes upgrade (empty: allowed). kubeadm and k3s upgrade one minor at a time:
+    skipping a minor (1.29 -> 1.31) and downgrading are refused; a patch upgrade within a minor is fine."""
+    cmaj, cmin = _major_minor(current, f"{var} (installed)")
+    tmaj, tmin = _major_minor(target, f"{var} (target)")
+    if (tmaj, tmin) < (cmaj, cmin):
+        return [f"{var}: Kubernetes {tmaj}.{tmin} is older than the installed {cmaj}.{cmin}; no downgrades"]
+    if tmaj != cmaj or tmin - cmin > 1:
+        return [f"{var}: Kubernetes {cmaj}.{cmin} -> {tmaj}.{tmin} skips a minor version; upgrade one minor "
+                f"at a time ({cmaj}.{cmin} -> {cmaj}.{cmin + 1} first)"]
+    return []
+
+
+def k8s_upgrade_phases(control_plane, workers, waves):
+    """The control plane one node at a time, then the workers in *waves*."""
+    phases = [{"phase": "control_plane", "nodes": [n]} for n in sorted(control_plane or [])]
+    wset = set(workers or []) - set(control_plane or [])
+    for wave in waves or []:
+        nodes = [n for n in wave if n in wset]
+        if nodes:
+            phases.append({"phase": "workers", "nodes": sorted(nodes)})
+    return phases
+
+
+def validate(policy, pools, change, requested, hosts):
+    """Every error in the maintenance inputs, each naming the variable and, where one is involved, the host.
+
+    *requested*: ``maint_nodes`` (host names; empty means "every node that drifts from the wanted versions");
+    *hosts*: the GPU node names of the inventory.
+    """
+    _norm, errors = normalize_policy(policy, pools if isinstance(pools, dict) else None)
+    errors += validate_change(change)
+    if not isinstance(requested, (list, tuple)) or not all(isinstance(h, str) and h for h in requested):
+        errors.append(f"maint_nodes: must be a list of host names, got {requested!r}")
+    else:
+        hostset = set(hosts or [])
+        errors += [f"maint_nodes: {h} is not a host of the GPU fleet (group gpu_nodes)"
+                   for h in requested if h not in hostset]
+    if isinstance(change, dict) and change.get("kind") in ("reboot", "tasks") and not requested:
+        errors.append(f"maint_nodes: {CHANGE_VAR}.kind {change.get('kind')} has no version to compare, so it "
+                      "needs the nodes to maintain (a list of hosts)")
+    return errors
+
+
+def summary(result):
+    """Short human lines: the pools' limits, the waves, and what is left out."""
+    lines = [f"waves of at most {result['max_unavailable']} nodes, share {result['share']} per pool, "
+             f"stop when a wave has more than {result['failure_threshold']} failures"]
+    for p, info in sorted(result["pools"].items()):
+        lines.append(f"  {p}: {info['in_service']}/{info['nodes']} in service, min {info['min']}, "
+                     f"at most {info['per_wave']} out per wave")
+    for i, wave in enumerate(result["waves"]):
+        lines.append(f"  wave {i}: {', '.join(wave)}")
+    lines.extend(f"  left out: {item['node']}: {item['reason']}" for item in result["left_out"])
+    if not result["waves"]:
+        lines.append("  nothing to maintain")
+    return "\n".join(lines)
