@@ -16,25 +16,32 @@ PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 
 
 def run_shared_state(tmp_path, state_dir, mount):
-    play = [{
-        "name": "Check the shared state directory",
-        "hosts": "localhost",
-        "connection": "local",
-        "gather_facts": False,
-        "vars": {
-            "slurm_controller_state_dir": str(state_dir),
-            "slurm_controller_state_mount": str(mount),
-            "__slurm_controller_state": {"paths_differ": []},
-            "__slurm_controller_check_fresh": False,
-        },
-        "tasks": [{"name": "Run the role's shared-state tasks", "ansible.builtin.include_tasks": str(TASKS)}],
-    }]
+    play = [
+        {
+            "name": "Check the shared state directory",
+            "hosts": "localhost",
+            "connection": "local",
+            "gather_facts": False,
+            "vars": {
+                "slurm_controller_state_dir": str(state_dir),
+                "slurm_controller_state_mount": str(mount),
+                "__slurm_controller_state": {"paths_differ": []},
+                "__slurm_controller_check_fresh": False,
+            },
+            "tasks": [{"name": "Run the role's shared-state tasks", "ansible.builtin.include_tasks": str(TASKS)}],
+        }
+    ]
     playbook = tmp_path / "play.yml"
     playbook.write_text(yaml.safe_dump(play))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     result = subprocess.run(
         [PLAYBOOK, "-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}", str(playbook)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     return result.returncode, result.stdout + result.stderr
 
@@ -62,7 +69,9 @@ def test_a_state_directory_slurm_cannot_write_is_refused_naming_the_variable(tmp
     state.mkdir(mode=0o700)
     rc, out = run_shared_state(tmp_path, state, "/")
     assert rc != 0, out
-    assert f"host localhost: variable slurm_controller_state_dir: SlurmUser slurm cannot create a file in {state}" in out, out
+    assert (
+        f"host localhost: variable slurm_controller_state_dir: SlurmUser slurm cannot create a file in {state}" in out
+    ), out
 
 
 @pytest.mark.parametrize("mount", ["/var/lib/slurm", "/var/lib/slurm/", "/var/lib/slurm/slurmctld"])
