@@ -22,7 +22,7 @@ description:
 options:
   policy:
     description:
-      - The accounting policy, C(cluster_slurm_accounting) (docs/slurm-accounting.md) - maps C(qos),
+      - The accounting policy, C(cluster_slurm_accounting) (docs/slurm-policy.md) - maps C(qos),
         C(accounts) and C(users), and C(prune).
     type: dict
     required: true

@@ -45,6 +45,22 @@ def run_site(inventory):
             ],
         ),
         (
+            "bad_priority",
+            [
+                "variable cluster_slurm_priority: weights.waiting is not a priority weight",
+                "variable cluster_slurm_priority: weights.fairshare needs slurmdbd",
+                "variable cluster_slurm_priority: decay_half_life must be a Slurm time",
+            ],
+        ),
+        (
+            "bad_partitions",
+            [
+                "variable slurm_common_partitions: partition b200: select {'gpu_type': 'b200'} matches no node",
+                "variable slurm_common_partitions: partition far: select {'leaf': 'leaf9'} matches no node",
+                "variable slurm_common_partitions: partition urgent: QOS 'urgent' is not a QOS of the accounting",
+            ],
+        ),
+        (
             "bad_dbd_password",
             ["host ctl1: variable slurm_dbd_storage_password contains a character it must not hold (#"],
         ),
