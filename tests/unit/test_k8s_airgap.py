@@ -138,7 +138,8 @@ def test_registries_file_on_the_node_is_0600_and_its_task_hides_the_content(role
 
 def kuberay_play():
     return {"name": "kuberay", "hosts": "k8s_server", "gather_facts": False,
-            "vars_files": [str(ROOT / "playbooks/vars/k8s_versions.yml")], "roles": [{"role": "kuberay"}]}
+            "vars_files": [str(ROOT / "playbooks/vars/k8s_versions.yml")], "roles": [{"role": "kuberay"},
+                      {"role": "k8s_release", "k8s_release_releases": ["{{ kuberay_rendered }}"]}]}
 
 
 def test_kuberay_writes_the_pinned_crds_and_applies_them_before_a_chart_installed_without_crds(tmp_path):
@@ -149,13 +150,18 @@ def test_kuberay_writes_the_pinned_crds_and_applies_them_before_a_chart_installe
         "rayclusters.ray.io", "raycronjobs.ray.io", "rayjobs.ray.io", "rayservices.ray.io"]
     stored = sorted((ROOT / "files/crds/kuberay" / VERSIONS["kuberay"]["version"]).glob("*.yaml.gz"))
     assert crds == [yaml.safe_load(gzip.decompress(p.read_bytes())) for p in stored], "byte-for-byte the stored CRDs"
-    tasks = yaml.safe_load((ROOT / "roles/kuberay/tasks/apply.yml").read_text())
+    tasks = yaml.safe_load((ROOT / "roles/k8s_release/tasks/apply.yml").read_text())
     modules = [next(k for k in t if k.startswith("kubernetes.core.")) for t in tasks]
     helm = modules.index("kubernetes.core.helm")
-    assert modules[0] == "kubernetes.core.k8s" and tasks[0]["kubernetes.core.k8s"]["src"].endswith("/crds.yaml")
-    assert tasks[0]["kubernetes.core.k8s"]["server_side_apply"]["force_conflicts"] is True
+    assert modules[0] == "kubernetes.core.k8s"
+    assert tasks[0]["kubernetes.core.k8s"]["definition"].startswith("{{ __k8s_release.first ")
     assert modules.index("kubernetes.core.k8s_info") < helm, "CRDs Established before the chart"
-    assert tasks[helm]["kubernetes.core.helm"]["skip_crds"] is True
+    assert "CustomResourceDefinition" in tasks[modules.index("kubernetes.core.k8s_info")]["loop"]
+    render = yaml.safe_load((ROOT / "roles/kuberay/tasks/render.yml").read_text())
+    release = next(t for t in render if "kuberay_rendered" in t.get("ansible.builtin.set_fact", {}))
+    release = release["ansible.builtin.set_fact"]["kuberay_rendered"]
+    assert release["first"] == "{{ __kuberay_crds }}" and release["first_force_conflicts"] is True
+    assert release["chart"]["skip_crds"] is True
 
 
 def test_kuberay_without_its_crds_fails_naming_host_and_variable(tmp_path):

@@ -22,7 +22,8 @@ def render(tmp, **hostvars):
                          "children": {"k8s_server": {"hosts": {"ctl1": {}}}}}}
     plays = [{"name": "gpu_operator", "hosts": "k8s_server", "gather_facts": False,
               "vars_files": [str(ROOT / "playbooks/vars/k8s_versions.yml")],
-              "roles": [{"role": "gpu_operator"}]}]
+              "roles": [{"role": "gpu_operator"},
+                        {"role": "k8s_release", "k8s_release_releases": ["{{ gpu_operator_rendered }}"]}]}]
     (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
     (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
@@ -70,10 +71,14 @@ def test_rendered_namespace_carries_the_privileged_pod_security_label(k3s):
 
 
 def test_namespace_is_applied_before_the_chart_and_helm_does_not_create_it():
-    tasks = yaml.safe_load((ROLE / "tasks/apply.yml").read_text())
+    tasks = yaml.safe_load((ROOT / "roles/k8s_release/tasks/apply.yml").read_text())
     modules = [next(k for k in task if k.startswith("kubernetes.core.")) for task in tasks]
     helm = modules.index("kubernetes.core.helm")
     first_k8s = modules.index("kubernetes.core.k8s")
-    assert first_k8s < helm, "the namespace must exist, labelled, before the chart installs"
-    assert "selectattr('kind', 'eq', 'Namespace')" in tasks[first_k8s]["kubernetes.core.k8s"]["definition"]
-    assert tasks[helm]["kubernetes.core.helm"]["create_namespace"] is False
+    assert first_k8s < helm, "the release's first objects must exist before the chart installs"
+    assert tasks[first_k8s]["kubernetes.core.k8s"]["definition"].startswith("{{ __k8s_release.first ")
+    render = yaml.safe_load((ROLE / "tasks/render.yml").read_text())
+    release = next(t for t in render if "gpu_operator_rendered" in t.get("ansible.builtin.set_fact", {}))
+    release = release["ansible.builtin.set_fact"]["gpu_operator_rendered"]
+    assert "selectattr('kind', 'eq', 'Namespace')" in release["first"], "the labelled namespace goes first"
+    assert release["chart"]["create_namespace"] is False

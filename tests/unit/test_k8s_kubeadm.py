@@ -185,6 +185,8 @@ def test_malformed_token_stops_the_role_at_the_token_check(tmp_path):
 
 def test_gpu_operator_follows_the_kubeadm_distribution(tmp_path):
     operator = play("k8s_server", "gpu_operator")
+    operator["tasks"].append({"name": "Write", "ansible.builtin.import_role": {"name": "k8s_release"},
+                              "vars": {"k8s_release_releases": ["{{ gpu_operator_rendered }}"]}})
     rc, out = run_play(tmp_path, [operator], {"cluster_k8s_distribution": "kubeadm", "gpu_operator_apply": False,
                                               "gpu_operator_manifest_dir": str(tmp_path / "gpu")})
     assert rc == 0, out

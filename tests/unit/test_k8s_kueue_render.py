@@ -23,7 +23,7 @@ def run_role(tmp_path, role, **overrides):
         "vars_files": [str(ROOT / "playbooks" / "vars" / "k8s_versions.yml")],
         "vars": {f"{role}_apply": False, f"{role}_manifest_dir": str(tmp_path / "out"),
                  "cluster_k8s_crd_dir": str(ROOT / "files" / "crds"), **overrides},
-        "roles": [{"role": role}],
+        "roles": [{"role": role}, {"role": "k8s_release", "k8s_release_releases": [f"{{{{ {role}_rendered }}}}"]}],
     }]
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))

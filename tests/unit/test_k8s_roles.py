@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 ROLES = pathlib.Path(__file__).resolve().parents[2] / "roles"
-K8S_ROLES = ["k3s_server", "k3s_agent", "gpu_operator", "volcano", "kueue", "kuberay", "k8s_pool_labels", "cni"]
+K8S_ROLES = ["k3s_server", "k3s_agent", "gpu_operator", "volcano", "kueue", "kuberay", "k8s_release", "k8s_pool_labels",
+             "cni"]
 
 
 @pytest.mark.parametrize("role", K8S_ROLES)

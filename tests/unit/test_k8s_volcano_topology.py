@@ -23,7 +23,7 @@ def render(tmp_path, **overrides):
         "vars": {"volcano_apply": False, "volcano_manifest_dir": str(tmp_path / "out"),
                  "cluster_k8s_crd_dir": str(ROOT / "files" / "crds"), "volcano_hypernodes": [HYPERNODE],
                  "ansible_python_interpreter": sys.executable, **overrides},
-        "roles": [{"role": "volcano"}],
+        "roles": [{"role": "volcano"}, {"role": "k8s_release", "k8s_release_releases": ["{{ volcano_rendered }}"]}],
     }]
     path = tmp_path / "play.yml"
     path.write_text(yaml.safe_dump(play))

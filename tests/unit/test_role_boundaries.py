@@ -12,7 +12,8 @@ from conftest import ROOT
 ROLES = sorted(p.name for p in (ROOT / "roles").iterdir() if p.is_dir())
 # Known reads still to be turned into inputs, by role: {role: {variable, ...}}.
 EXCEPTIONS = {
-    # The Kubernetes roles' shared node role is where the worker's copy of these will come from.
+    # Named in the worker's messages only: its token is the same secret, and swap can be allowed cluster-wide. The
+    # shared kubeadm_node role installs and prepares; it holds no cluster configuration, so these stay.
     "kubeadm_worker": {"kubeadm_control_plane_token", "kubeadm_control_plane_kubelet_config"},
     # gpu_gate's module option, not a variable of the dcgm role.
     "health_gate": {"dcgm_level"},
