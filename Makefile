@@ -9,10 +9,10 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 INVENTORY ?= inventory/lab
 # Molecule scenarios (molecule/README.md lists them). `make molecule SCENARIOS="a b"` runs the
 # named ones one after another with their output on the terminal.
-SCENARIOS ?= lab_smoke slurm_cluster slurm_cluster_trixie pool_rebalance health_gate k8s_render slurm_policy node_stack node_stack_trixie
+SCENARIOS ?= lab_smoke slurm_cluster slurm_cluster_trixie pool_rebalance health_gate k8s_render slurm_policy node_stack node_stack_trixie maintenance
 # Plain `make molecule` (and CI) runs these lanes at the same time, the scenarios of a lane in
 # order (comma-separated); a scenario in SCENARIOS that no lane names gets a lane of its own.
-LANES ?= pool_rebalance,k8s_render slurm_cluster,lab_smoke,node_stack_trixie slurm_cluster_trixie,node_stack health_gate,slurm_policy
+LANES ?= pool_rebalance,k8s_render slurm_cluster,lab_smoke slurm_cluster_trixie,node_stack health_gate,slurm_policy maintenance,node_stack_trixie
 
 .PHONY: help venv lab lab-down site up lint unit molecule test clean
 

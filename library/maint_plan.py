@@ -45,14 +45,14 @@ options:
         type: bool
         default: false
   policy:
-    description: C(cluster_maintenance) (C(share), C(failure_threshold), C(max_unavailable), C(drain_timeout),
-      C(reservation)); null takes every default.
+    description: C(cluster_maintenance) (C(share), C(failure_threshold), C(max_unavailable), C(drain_timeout));
+      null takes every default.
     type: dict
   pools:
     description: C(cluster_pools), for the pool minimums and the default C(max_unavailable); null when unset.
     type: dict
   change:
-    description: C(maint_change), the change to apply (C(kind) packages, version_lock, reboot or tasks).
+    description: C(maint_change), the change to apply (C(kind) packages, reboot or tasks).
     type: dict
     required: true
   requested:
@@ -135,10 +135,6 @@ drain_timeout:
   description: Seconds to wait for a node's jobs.
   returned: success
   type: int
-reservation:
-  description: Whether Slurm nodes are drained through a MAINT reservation.
-  returned: success
-  type: bool
 reboot:
   description: Whether the change reboots the node.
   returned: success

@@ -15,10 +15,9 @@ from ansible.module_utils.pool_policy import parse_target
 
 VAR = "cluster_maintenance"
 CHANGE_VAR = "maint_change"
-POLICY_KEYS = ("share", "failure_threshold", "max_unavailable", "drain_timeout", "reservation")
-DEFAULTS = {"share": "10%", "failure_threshold": 0, "max_unavailable": None, "drain_timeout": 3600,
-            "reservation": False}
-CHANGE_KINDS = ("packages", "version_lock", "reboot", "tasks")
+POLICY_KEYS = ("share", "failure_threshold", "max_unavailable", "drain_timeout")
+DEFAULTS = {"share": "10%", "failure_threshold": 0, "max_unavailable": None, "drain_timeout": 3600}
+CHANGE_KINDS = ("packages", "reboot", "tasks")
 CHANGE_KEYS = ("kind", "packages", "tasks", "reboot")
 
 # Slurm major releases in order (the year.month of each, docs: slurm.schedmd.com/upgrades.html "Release
@@ -74,20 +73,16 @@ def normalize_policy(policy, pools=None):
         errors.append(f"{VAR}.drain_timeout: must be a non-negative integer (seconds), got {dt!r}")
     else:
         out["drain_timeout"] = dt
-    res = policy.get("reservation", DEFAULTS["reservation"])
-    if not isinstance(res, bool):
-        errors.append(f"{VAR}.reservation: must be true or false, got {res!r}")
-    else:
-        out["reservation"] = res
     return out, errors
 
 
 def validate_change(change):
     """Return every error in ``maint_change`` (the change a maintenance run applies, given as data).
 
-    Kinds: ``packages`` ({name: version}, applied with the package manager), ``version_lock`` (the node
-    stack roles converge the node to the version lock), ``reboot`` (nothing but a reboot), ``tasks`` (a
-    site task file). ``reboot`` defaults to true for ``reboot`` and ``version_lock``, false otherwise.
+    Kinds: ``packages`` ({name: version}, applied with apt), ``reboot`` (nothing but a reboot), ``tasks``
+    (a site task file). ``reboot`` defaults to true for ``reboot``, false otherwise. A version-lock update
+    (the node stack roles converging a node to playbooks/vars/node_stack_versions.yml) is not a kind yet:
+    it is refused with a message saying so, never half-run.
     """
     if not isinstance(change, dict):
         return [f"{CHANGE_VAR}: must be a mapping with 'kind' ({', '.join(CHANGE_KINDS)}), "
@@ -95,7 +90,10 @@ def validate_change(change):
     errors = [f"{CHANGE_VAR}.{key}: unknown key (known: {', '.join(CHANGE_KEYS)})"
               for key in sorted(map(str, change)) if key not in CHANGE_KEYS]
     kind = change.get("kind")
-    if kind not in CHANGE_KINDS:
+    if kind == "version_lock":
+        errors.append(f"{CHANGE_VAR}.kind: version_lock is not executed by maintain.yml yet (docs/maintenance.md); "
+                      "give the lock's package versions as kind packages")
+    elif kind not in CHANGE_KINDS:
         errors.append(f"{CHANGE_VAR}.kind: must be one of {', '.join(CHANGE_KINDS)}, got {kind!r}")
     pkgs = change.get("packages")
     if kind == "packages":
@@ -121,10 +119,10 @@ def validate_change(change):
 
 
 def change_reboots(change):
-    """Whether *change* (valid) needs a reboot: its ``reboot`` key, else true for reboot and version_lock."""
+    """Whether *change* (valid) needs a reboot: its ``reboot`` key, else true for kind reboot only."""
     if change.get("reboot") is not None:
         return bool(change["reboot"])
-    return change.get("kind") in ("reboot", "version_lock")
+    return change.get("kind") == "reboot"
 
 
 def drifted(installed, wanted):
@@ -196,8 +194,9 @@ def plan_waves(nodes, policy=None, pools=None):
       with the reason;
     - the nodes of one leaf switch go in one wave where the limits allow (leaf groups are placed whole,
       first fit), and a leaf larger than a wave is split into as few waves as possible;
-    - unfinished nodes (already out) cost no share and no minimum, and go in the first wave.
-    Returns ``{waves, left_out, pools, max_unavailable, failure_threshold, drain_timeout, reservation}``.
+    - unfinished nodes (drained by an earlier run) go in the first wave; they count as in service (they
+      return after their wave) and take a place in it like any other node.
+    Returns ``{waves, left_out, pools, max_unavailable, failure_threshold, drain_timeout, share}``.
     Raises ValueError on invalid input (validate first for messages that name hosts).
     """
     norm, errors = normalize_policy(policy, pools)
@@ -217,7 +216,9 @@ def plan_waves(nodes, policy=None, pools=None):
         if p is None:
             continue
         size[p] = size.get(p, 0) + 1
-        if n.get("in_service", True):
+        # An unfinished node is out now but back after its wave: it counts as in service, and costs a
+        # place in its wave like any other node.
+        if n.get("in_service", True) or n.get("unfinished"):
             in_service[p] = in_service.get(p, 0) + 1
     pool_info = {}
     for p in sorted(size):
@@ -233,7 +234,7 @@ def plan_waves(nodes, policy=None, pools=None):
         if not (n.get("selected") or n.get("unfinished")):
             continue
         p = n.get("pool")
-        costs = bool(n.get("in_service", True)) and not n.get("unfinished") and p is not None
+        costs = (bool(n.get("in_service", True)) or bool(n.get("unfinished"))) and p is not None
         if costs and pool_info[p]["per_wave"] <= 0:
             info = pool_info[p]
             why = (f"taking it out would leave pool {p} below its minimum of {info['min']} "
@@ -291,7 +292,6 @@ def plan_waves(nodes, policy=None, pools=None):
         "max_unavailable": mu,
         "failure_threshold": norm["failure_threshold"],
         "drain_timeout": norm["drain_timeout"],
-        "reservation": norm["reservation"],
         "share": norm["share"],
     }
 
@@ -300,7 +300,8 @@ def wave_check(wave, views, pools, pool_of):
     """Split a planned *wave* against the live state before it starts: ``{go: [...], left_out: [...]}``.
 
     A wave continues only where each pool's minimum still holds (an earlier wave's FAIL node stays out,
-    so a later wave may no longer fit). *views*: ``{node: {drained, down}}`` (slurm_node_info);
+    so a later wave may no longer fit). A node drained by anyone but maintenance (an admin, a gate FAIL,
+    a pool move) is left as it is. *views*: ``{node: {drained, down, reason, ours}}`` (slurm_node_info);
     *pools*: ``cluster_pools`` or None; *pool_of*: ``{node: pool}``.
     """
     mins = {}
@@ -317,6 +318,11 @@ def wave_check(wave, views, pools, pool_of):
     for node in sorted(wave):
         p = pool_of.get(node)
         view = (views or {}).get(node) or {}
+        ours = view.get("ours") or {}
+        if view.get("drained") and ours.get("kind") != "maint":
+            left.append({"node": node, "reason": f"drained with {view.get('reason') or 'no reason'!r}, "
+                                                 "not by maintenance: left as it is"})
+            continue
         out_already = bool(view.get("drained")) or bool(view.get("down"))
         if p is None or out_already:
             go.append(node)

@@ -97,13 +97,13 @@ def test_rule_leaf_larger_than_a_wave_is_split_into_the_fewest_waves():
     assert [len(w) for w in out["waves"]] == [2, 2, 1]
 
 
-def test_rule_unfinished_nodes_go_first_and_cost_no_minimum():
-    nodes = select(fleet(3, 0), names=["s02"])
-    nodes[0].update(unfinished=True, in_service=False)
-    out = plan_waves(nodes, {"share": "100%"}, {"pools": {"slurm": {"min": 2, "target": 3}}, "max_unavailable": 2})
-    assert out["waves"] == [["s00"]]
-    # s00 is out now, so s02 would leave 1 < 2 in service: left out (the next run takes it).
-    assert [x["node"] for x in out["left_out"]] == ["s02"]
+def test_rule_unfinished_nodes_go_first_and_count_as_in_service():
+    nodes = select(fleet(4, 0), names=["s03"])
+    nodes[1].update(unfinished=True, in_service=False)
+    out = plan_waves(nodes, {"share": "100%"}, {"pools": {"slurm": {"min": 3, "target": 4}}, "max_unavailable": 2})
+    # 3 in service + the unfinished one back after its wave: one node out at a time, the unfinished first.
+    assert out["waves"] == [["s01"], ["s03"]]
+    assert out["left_out"] == []
 
 
 def test_rule_only_selected_nodes_are_maintained():
@@ -139,7 +139,7 @@ def test_rule_failure_threshold_stops_the_rollout_when_exceeded():
 
 
 def test_rule_wave_goes_on_only_while_the_live_minimum_holds():
-    views = {"s00": {"drained": True}, "s01": {}, "s02": {}}
+    views = {"s00": {"drained": True, "ours": {"kind": "maint"}}, "s01": {}, "s02": {}}
     pool_of = dict.fromkeys(views, "slurm")
     out = wave_check(["s01", "s02"], views, {"pools": {"slurm": {"min": 1, "target": 3}}}, pool_of)
     assert out["go"] == ["s01"]
@@ -158,6 +158,7 @@ def test_rule_change_is_data_and_bad_change_names_the_variable():
     assert validate_change({"kind": "packages", "packages": {"libfoo": "1.0"}}) == []
     assert validate_change({"kind": "reboot"}) == []
     assert any("maint_change.kind" in e for e in validate_change({"kind": "firmware"}))
+    assert any("version_lock is not executed" in e for e in validate_change({"kind": "version_lock"}))
     assert any("maint_change.packages.libfoo" in e
                for e in validate_change({"kind": "packages", "packages": {"libfoo": 1.0}}))
     assert any("maint_change.tasks" in e for e in validate_change({"kind": "tasks", "tasks": "x.sh"}))
@@ -166,7 +167,7 @@ def test_rule_change_is_data_and_bad_change_names_the_variable():
 
 def test_rule_reboot_defaults_per_kind():
     assert change_reboots({"kind": "reboot"})
-    assert change_reboots({"kind": "version_lock"})
+    assert not change_reboots({"kind": "tasks", "tasks": "site.yml"})
     assert not change_reboots({"kind": "packages", "packages": {"a": "1"}})
     assert change_reboots({"kind": "packages", "packages": {"a": "1"}, "reboot": True})
 
@@ -256,3 +257,10 @@ def test_rule_maint_reason_is_ours_and_a_gate_pass_resumes_it():
         {"node": "gpu01", "action": "resume", "reason": ""}]
     (fail,) = gate_slurm_actions({"gpu01": {"verdict": "FAIL", "gate": "gpu", "figure": "1"}}, view, "r1")
     assert fail["action"] == "drain" and fail["reason"].startswith("gpufleet:gate,to=slurm")
+
+
+def test_rule_wave_leaves_a_node_drained_by_someone_else_as_it_is():
+    views = {"s00": {"drained": True, "reason": "admin replacing a fan", "ours": None}, "s01": {}}
+    out = wave_check(["s00", "s01"], views, None, dict.fromkeys(views, "slurm"))
+    assert out["go"] == ["s01"]
+    assert out["left_out"][0]["reason"].startswith("drained with 'admin replacing a fan', not by maintenance")

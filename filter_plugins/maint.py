@@ -1,0 +1,110 @@
+"""Filters for rolling maintenance (maintain.yml): names mapped to module_utils/maint_plan.py."""
+
+import os
+
+import ansible.module_utils
+
+_MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
+if _MU not in ansible.module_utils.__path__:
+    ansible.module_utils.__path__.append(_MU)
+
+from ansible.module_utils.maint_plan import rollout_stops, validate, wave_check
+from ansible.module_utils.maint_report import build, render_html, render_json
+
+
+def maint_input_errors(inputs, pools, hosts):
+    """Errors in maintain.yml's inputs ``{policy, change, nodes}`` (preflight, before any node play)."""
+    if not inputs:
+        return []
+    return validate(inputs.get("policy"), pools, inputs.get("change"), inputs.get("nodes") or [], hosts)
+
+
+def maint_planner_nodes(hosts, views, hostvars):
+    """The planner's nodes from slurm_node_info views and the leaf host variable.
+
+    A node in a Slurm partition (or committed to one) serves the Slurm pool; one the toolkit drained for
+    maintenance is unfinished; in service means neither drained nor down.
+    """
+    nodes = []
+    for host in sorted(hosts):
+        view = (views or {}).get(host) or {}
+        ours = view.get("ours") or {}
+        pool = view.get("pool") or ("slurm" if view.get("in_partition") else None)
+        nodes.append({
+            "name": host,
+            "pool": pool,
+            "leaf": (hostvars.get(host) or {}).get("cluster_leaf_switch"),
+            "in_service": bool(view) and not view.get("drained") and not view.get("down"),
+            "unfinished": ours.get("kind") == "maint",
+        })
+    return nodes
+
+
+def maint_wave_check(wave, views, pools):
+    """module_utils.maint_plan.wave_check with each node's pool read from its view."""
+    pool_of = {n: (v.get("pool") or ("slurm" if v.get("in_partition") else None)) for n, v in (views or {}).items()}
+    return wave_check(wave, views, pools, pool_of)
+
+
+def maint_schedule(plan, views):
+    """The executor's host order and serial batch sizes from the plan's waves: ``{order, serial, left_out}``.
+
+    Only Slurm-pool nodes are executed (Kubernetes-pool nodes are planned, and left out with the reason).
+    """
+    order, serial, left = [], [], list(plan.get("left_out") or [])
+    for wave in plan.get("waves") or []:
+        keep = []
+        for node in wave:
+            view = (views or {}).get(node) or {}
+            if (view.get("pool") or ("slurm" if view.get("in_partition") else None)) == "k8s":
+                left.append({"node": node, "reason": "Kubernetes-pool node: maintain.yml executes Slurm-pool "
+                                                     "nodes only (docs/maintenance.md)"})
+            else:
+                keep.append(node)
+        if keep:
+            order.extend(keep)
+            serial.append(len(keep))
+    return {"order": order, "serial": serial or [1], "left_out": left}
+
+
+def maint_versions(packages, names):
+    """``{name: installed version or None}`` for *names* from Ansible's package facts."""
+    out = {}
+    for name in names or []:
+        found = (packages or {}).get(name) or []
+        out[name] = str(found[0].get("version")) if found and isinstance(found[0], dict) else None
+    return out
+
+
+def maint_apt_names(packages):
+    """``["name=version", ...]`` for the apt module, sorted."""
+    return [f"{name}={version}" for name, version in sorted((packages or {}).items())]
+
+
+def maint_pick(hostvars_list, keys):
+    """For each host's variables, the value of the first of *keys* it has (hosts with none are skipped)."""
+    out = []
+    for hv in hostvars_list or []:
+        for key in keys:
+            value = hv.get(key) if hasattr(hv, "get") else None
+            if value:
+                out.append(value)
+                break
+    return out
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "maint_input_errors": maint_input_errors,
+            "maint_planner_nodes": maint_planner_nodes,
+            "maint_wave_check": maint_wave_check,
+            "maint_schedule": maint_schedule,
+            "maint_report": build,
+            "maint_report_json": render_json,
+            "maint_report_html": render_html,
+            "maint_rollout_stops": rollout_stops,
+            "maint_versions": maint_versions,
+            "maint_pick": maint_pick,
+            "maint_apt_names": maint_apt_names,
+        }
