@@ -8,8 +8,10 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
+from ansible.module_utils.maint_lock import fleet_lock_drift
 from ansible.module_utils.maint_plan import rollout_stops, validate, wave_check
 from ansible.module_utils.maint_report import build, render_html, render_json
+from ansible.module_utils.node_stack import OVERRIDES
 
 
 def maint_input_errors(inputs, pools, hosts):
@@ -81,6 +83,17 @@ def maint_apt_names(packages):
     return [f"{name}={version}" for name, version in sorted((packages or {}).items())]
 
 
+def maint_lock_drift(hosts, hostvars, package_facts, lock):
+    """module_utils.maint_lock.fleet_lock_drift with each host's facts and its node-stack overrides read
+    from *hostvars* (only those keys: the rest of a host's variables is never templated here)."""
+    small = {}
+    for host in hosts or []:
+        hv = hostvars.get(host) if hasattr(hostvars, "get") else None
+        hv = hv if hv is not None else {}
+        small[host] = {key: hv[key] for key in [*OVERRIDES, "ansible_facts"] if key in hv}
+    return fleet_lock_drift(hosts, small, package_facts, lock)
+
+
 def maint_pick(hostvars_list, keys):
     """For each host's variables, the value of the first of *keys* it has (hosts with none are skipped)."""
     out = []
@@ -107,4 +120,5 @@ class FilterModule:
             "maint_versions": maint_versions,
             "maint_pick": maint_pick,
             "maint_apt_names": maint_apt_names,
+            "maint_lock_drift": maint_lock_drift,
         }

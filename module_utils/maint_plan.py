@@ -17,7 +17,7 @@ VAR = "cluster_maintenance"
 CHANGE_VAR = "maint_change"
 POLICY_KEYS = ("share", "failure_threshold", "max_unavailable", "drain_timeout")
 DEFAULTS = {"share": "10%", "failure_threshold": 0, "max_unavailable": None, "drain_timeout": 3600}
-CHANGE_KINDS = ("packages", "reboot", "tasks")
+CHANGE_KINDS = ("packages", "reboot", "tasks", "version_lock")
 CHANGE_KEYS = ("kind", "packages", "tasks", "reboot")
 
 # Slurm major releases in order (the year.month of each, docs: slurm.schedmd.com/upgrades.html "Release
@@ -80,9 +80,9 @@ def validate_change(change):
     """Return every error in ``maint_change`` (the change a maintenance run applies, given as data).
 
     Kinds: ``packages`` ({name: version}, applied with apt), ``reboot`` (nothing but a reboot), ``tasks``
-    (a site task file). ``reboot`` defaults to true for ``reboot``, false otherwise. A version-lock update
-    (the node stack roles converging a node to playbooks/vars/node_stack_versions.yml) is not a kind yet:
-    it is refused with a message saying so, never half-run.
+    (a site task file), ``version_lock`` (the node stack roles converge the node to the version lock,
+    playbooks/vars/node_stack_versions.yml; it reboots where the driver changed). ``reboot`` defaults to
+    true for ``reboot``, false otherwise (version_lock: the driver decides).
     """
     if not isinstance(change, dict):
         return [f"{CHANGE_VAR}: must be a mapping with 'kind' ({', '.join(CHANGE_KINDS)}), "
@@ -90,10 +90,7 @@ def validate_change(change):
     errors = [f"{CHANGE_VAR}.{key}: unknown key (known: {', '.join(CHANGE_KEYS)})"
               for key in sorted(map(str, change)) if key not in CHANGE_KEYS]
     kind = change.get("kind")
-    if kind == "version_lock":
-        errors.append(f"{CHANGE_VAR}.kind: version_lock is not executed by maintain.yml yet (docs/maintenance.md); "
-                      "give the lock's package versions as kind packages")
-    elif kind not in CHANGE_KINDS:
+    if kind not in CHANGE_KINDS:
         errors.append(f"{CHANGE_VAR}.kind: must be one of {', '.join(CHANGE_KINDS)}, got {kind!r}")
     pkgs = change.get("packages")
     if kind == "packages":
