@@ -48,10 +48,12 @@ def maint_wave_check(wave, views, pools):
     return wave_check(wave, views, pools, pool_of)
 
 
-def maint_schedule(plan, views):
+def maint_schedule(plan, views, k8s=False):
     """The executor's host order and serial batch sizes from the plan's waves: ``{order, serial, left_out}``.
 
-    Only Slurm-pool nodes are executed (Kubernetes-pool nodes are planned, and left out with the reason).
+    Only Slurm-pool nodes are executed here. Kubernetes-pool nodes are left out with the reason, unless
+    *k8s* (the inventory has a Kubernetes server): then the Kubernetes wave play takes them
+    (maint_kube_schedule) and they are neither here nor left out.
     """
     order, serial, left = [], [], list(plan.get("left_out") or [])
     for wave in plan.get("waves") or []:
@@ -59,6 +61,8 @@ def maint_schedule(plan, views):
         for node in wave:
             view = (views or {}).get(node) or {}
             if (view.get("pool") or ("slurm" if view.get("in_partition") else None)) == "k8s":
+                if k8s:
+                    continue
                 left.append({"node": node, "reason": "Kubernetes-pool node: maintain.yml executes Slurm-pool "
                                                      "nodes only (docs/maintenance.md)"})
             else:

@@ -45,7 +45,7 @@ options:
         type: bool
         default: false
   policy:
-    description: C(cluster_maintenance) (C(share), C(failure_threshold), C(max_unavailable), C(drain_timeout));
+    description: C(cluster_maintenance) (C(share), C(failure_threshold), C(max_unavailable), C(drain_timeout), C(mode));
       null takes every default.
     type: dict
   pools:
@@ -135,6 +135,10 @@ drain_timeout:
   description: Seconds to wait for a node's jobs.
   returned: success
   type: int
+mode:
+  description: How a wave's Slurm nodes stop taking jobs, C(drain) or C(reservation) (a MAINT reservation).
+  returned: success
+  type: str
 reboot:
   description: Whether the change reboots the node.
   returned: success

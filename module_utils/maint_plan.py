@@ -15,8 +15,11 @@ from ansible.module_utils.pool_policy import parse_target
 
 VAR = "cluster_maintenance"
 CHANGE_VAR = "maint_change"
-POLICY_KEYS = ("share", "failure_threshold", "max_unavailable", "drain_timeout")
-DEFAULTS = {"share": "10%", "failure_threshold": 0, "max_unavailable": None, "drain_timeout": 3600}
+POLICY_KEYS = ("share", "failure_threshold", "max_unavailable", "drain_timeout", "mode")
+DEFAULTS = {"share": "10%", "failure_threshold": 0, "max_unavailable": None, "drain_timeout": 3600, "mode": "drain"}
+# How a wave's Slurm nodes stop taking jobs: drain them at once, or put them in a MAINT reservation that
+# starts when their running jobs end (module_utils/maint_resv.py), so the scheduler drains them.
+MODES = ("drain", "reservation")
 CHANGE_KINDS = ("packages", "reboot", "tasks", "version_lock")
 CHANGE_KEYS = ("kind", "packages", "tasks", "reboot")
 
@@ -73,6 +76,11 @@ def normalize_policy(policy, pools=None):
         errors.append(f"{VAR}.drain_timeout: must be a non-negative integer (seconds), got {dt!r}")
     else:
         out["drain_timeout"] = dt
+    mode = policy.get("mode", DEFAULTS["mode"])
+    if mode not in MODES:
+        errors.append(f"{VAR}.mode: must be one of {', '.join(MODES)}, got {mode!r}")
+    else:
+        out["mode"] = mode
     return out, errors
 
 
@@ -290,6 +298,7 @@ def plan_waves(nodes, policy=None, pools=None):
         "failure_threshold": norm["failure_threshold"],
         "drain_timeout": norm["drain_timeout"],
         "share": norm["share"],
+        "mode": norm["mode"],
     }
 
 
@@ -367,12 +376,19 @@ def slurm_upgrade_errors(current, target, var="slurm_version"):
     i, j = SLURM_RELEASES.index(cur), SLURM_RELEASES.index(tgt)
     if j < i:
         return [f"{var}: Slurm {tgt} is older than the installed {cur}; Slurm does not support downgrades"]
-    window = 3 if SLURM_RELEASES.index(tgt) >= SLURM_RELEASES.index("24.11") else 2
+    window = _slurm_window(tgt)
     if j - i > window:
         allowed = ", ".join(SLURM_RELEASES[max(0, j - window):j])
+        # The newest release the installed one upgrades to in place (each release has its own window).
+        step = [r for k, r in enumerate(SLURM_RELEASES) if i < k < j and k - i <= _slurm_window(r)][-1]
         return [f"{var}: Slurm {tgt} upgrades in place only from {allowed}; the installed {cur} skips "
-                f"{j - i - 1} releases: upgrade through {SLURM_RELEASES[i + window]} first"]
+                f"{j - i - 1} releases: upgrade through {step} first"]
     return []
+
+
+def _slurm_window(release):
+    """Major releases a release upgrades from in place: three from 24.11 on, two before."""
+    return 3 if SLURM_RELEASES.index(release) >= SLURM_RELEASES.index("24.11") else 2
 
 
 def slurm_upgrade_phases(dbd, controllers, computes, waves):

@@ -34,7 +34,7 @@ def build(plan, records, run_id, cluster, stopped=None):
     return {"cluster": cluster or "", "run_id": run_id or "", "waves": waves, "nodes": nodes,
             "left_out": left, "counts": counts, "stopped": stopped,
             "policy": {k: (plan or {}).get(k) for k in ("max_unavailable", "share", "failure_threshold",
-                                                       "drain_timeout")}}
+                                                       "drain_timeout", "mode")}}
 
 
 def render_json(report):

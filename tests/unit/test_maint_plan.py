@@ -198,7 +198,8 @@ def test_rule_slurm_upgrade_window_follows_the_upgrade_guide(current, target, ok
 
 def test_rule_slurm_refusal_says_which_release_to_go_through():
     (err,) = slurm_upgrade_errors("22.05.8", "24.11.1")
-    assert "23.02, 23.11, 24.05" in err and "through 24.05 first" in err
+    # 24.05 itself takes only 23.11 and 23.02 (upgrade guide, "Compatibility Window"): from 22.05 the step is 23.11.
+    assert "23.02, 23.11, 24.05" in err and "through 23.11 first" in err
 
 
 def test_rule_slurm_upgrade_order_is_dbd_then_ctld_then_slurmd_waves():
