@@ -104,3 +104,25 @@ def test_module_puts_a_path_whose_text_differs_in_paths_differ(tmp_path, capsys,
     # The file's text is never returned (the arguments echoed under invocation are the caller's own).
     returned = json.dumps({key: value for key, value in out.items() if key != "invocation"})
     assert "account required" not in returned and "pam_env" not in returned
+
+
+def test_the_role_s_probe_wants_exactly_the_block_pam_adopt_writes():
+    # Rendered as Ansible renders the role (YAML first, then Jinja, which leaves "\n" in its own string
+    # literals as it is): the probe's block is the task's block between the markers, line for line.
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    role = pathlib.Path(__file__).resolve().parents[2] / "roles" / "slurm_compute"
+    loader = DataLoader()
+    variables = loader.load_from_file(str(role / "vars" / "main.yml"), trusted_as_template=True)
+    variables["slurm_compute_pam_adopt_exempt_users"] = ["root"]
+    task = next(t for t in loader.load_from_file(str(role / "tasks" / "pam_adopt.yml"), trusted_as_template=True)
+                if "ansible.builtin.blockinfile" in t)["ansible.builtin.blockinfile"]
+    templar = Templar(loader=loader, variables=variables)
+    block = templar.template(task["block"])
+    marker = templar.template(task["marker"])
+    contains = templar.template(trust_as_template("{{ __slurm_compute_pam_sshd.contains }}"))
+    assert block.splitlines() == LINES and marker == MARKER
+    assert contains == CONTAINS
+    assert text_differs(capture("pam_sshd_gpu01_converged.txt"), contains,
+                        templar.template(trust_as_template("{{ __slurm_compute_pam_sshd.lacks }}"))) is False
