@@ -60,6 +60,24 @@ options:
         description: Return the SHA-1 of a regular file's bytes (the algorithm of M(ansible.builtin.stat)).
         type: bool
         default: false
+      contains:
+        description:
+          - Blocks of whole lines (a final newline optional) the file must hold, each once, as consecutive
+            lines, with its first and its last line nowhere else in the file. A file that holds each is left
+            as it is by M(ansible.builtin.blockinfile) (a block with its marker lines) and by
+            M(ansible.builtin.lineinfile) (a line). Otherwise, or where the file is absent or unreadable, the
+            path is in RV(paths_differ). The file's text is never returned.
+        type: list
+        elements: str
+        default: []
+      lacks:
+        description:
+          - Whole lines the file must not hold (compared without their line ending), such as a line
+            M(ansible.builtin.lineinfile) would replace by its O(ansible.builtin.lineinfile#module:regexp).
+            A file that holds one, or is absent or unreadable, is in RV(paths_differ).
+        type: list
+        elements: str
+        default: []
   users:
     description: Local account names to look up.
     type: list
@@ -125,7 +143,8 @@ paths:
   sample: {/etc/munge/munge.key: {exists: true, type: file, owner: munge, group: munge, mode: "0400",
                                   checksum: 3b7e0f0a8d9c1e4f5a6b7c8d9e0f1a2b3c4d5e6f}}
 paths_differ:
-  description: Paths, in the given order, whose wanted state, owner, group or mode does not match.
+  description: >-
+    Paths, in the given order, whose wanted state, owner, group, mode or text (contains, lacks) does not match.
   type: list
   elements: str
   returned: always
@@ -143,11 +162,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.host_state import (
     UNIT_PROPERTIES,
     UNKNOWN_UNIT,
+    file_bytes,
     parse_dpkg_query,
     parse_rpm_query,
     parse_systemctl_show,
     path_differs,
     path_state,
+    text_differs,
     unit_query_name,
     user_state,
 )
@@ -199,6 +220,8 @@ def main():
         "group": {"type": "str"},
         "mode": {"type": "raw"},
         "checksum": {"type": "bool", "default": False},
+        "contains": {"type": "list", "elements": "str", "default": []},
+        "lacks": {"type": "list", "elements": "str", "default": []},
     }
     module = AnsibleModule(
         argument_spec={
@@ -227,7 +250,11 @@ def main():
                 paths[path] = path_state(path, checksum)
             except OSError as exc:
                 module.fail_json(msg=f"cannot inspect {path}: {exc}")
-        if path_differs(paths[path], want) and path not in differ:
+        text = want["contains"] or want["lacks"]
+        if path not in differ and (
+            path_differs(paths[path], want)
+            or (text and text_differs(file_bytes(path), want["contains"], want["lacks"]))
+        ):
             differ.append(path)
 
     module.exit_json(

@@ -184,6 +184,48 @@ def path_differs(actual, wanted):
     return False
 
 
+def _lines(text):
+    """Lines as the file modules split them (bytes, ends kept: blockinfile's ``splitlines(True)``)."""
+    return (text if isinstance(text, bytes) else str(text).encode()).splitlines(True)
+
+
+def text_differs(data, contains=(), lacks=()):
+    """Whether file bytes ``data`` (``None``: absent or unreadable) lack a wanted block or hold an unwanted line.
+
+    ``contains``: blocks of whole lines (a final newline optional), each of which must appear once, as
+    consecutive lines ending in a newline, with its first and its last line nowhere else: then
+    ``ansible.builtin.blockinfile`` (markers first and last) and ``lineinfile`` (an exact line) leave
+    the file as it is. ``lacks``: lines none of which may appear (compared without ``\r\n``). Leans to
+    "differs": a file that is absent or unreadable differs, and so does one that holds a block twice.
+    """
+    if data is None:
+        return True
+    lines = _lines(data)
+    for block in contains:
+        want = _lines(block if str(block).endswith("\n") else f"{block}\n")
+        if not want:
+            continue
+        first, last = want[0], want[-1]
+        if lines.count(first) != 1 or lines.count(last) != 1:
+            return True
+        start = lines.index(first)
+        if lines[start:start + len(want)] != want:
+            return True
+    unwanted = {str(line).encode() for line in lacks}
+    return any(line.rstrip(b"\r\n") in unwanted for line in lines)
+
+
+def file_bytes(path):
+    """A regular file's bytes, or ``None`` where it is absent, not a regular file or unreadable."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
 def user_state(name):
     """``{uid, gid, home, shell}`` of a local account, or ``None`` where there is none."""
     try:

@@ -228,13 +228,41 @@ def shared_state_errors(hostvars, controllers, shared_var):
     return errors
 
 
+def expected_count_errors(groups, expected, variable="cluster_expected_hosts"):
+    """Groups whose host count differs from the count the site declares for the whole fleet.
+
+    A run over a slice of the inventory (AWX/AAP job slicing, a partial inventory file) cannot tell its
+    slice from a smaller fleet: slurm.conf's node list, topology.conf, the pool plan and the gate's pairs
+    would be built from the slice alone. With the fleet's size declared, such a run stops here.
+    """
+    errors = []
+    if not isinstance(expected, dict):
+        return [f"variable {variable} must be a mapping of group names to host counts, got {type(expected).__name__}"]
+    for group in sorted(expected):
+        want = expected[group]
+        if isinstance(want, bool) or not isinstance(want, int) or want < 0:
+            errors.append(f"variable {variable}: group {group} must map to a host count (an integer >= 0), "
+                          f"got {want!r}")
+            continue
+        have = len(groups.get(group) or [])
+        if have != want:
+            errors.append(
+                f"variable {variable}: group {group} holds {have} host(s) in this inventory, the fleet has {want}: "
+                f"this run sees a slice or a partial inventory and would write cluster-wide files (slurm.conf's "
+                f"node list, topology.conf) and plan pools from it; run it on the whole inventory, unsliced, or "
+                f"update {variable} when the fleet changes"
+            )
+    return errors
+
+
 def inventory_errors(hostvars, groups, rules):
     """All preflight errors for an inventory, in a stable order.
 
     rules: {exclusive_groups: [[g1, g2], ...], required_vars: {group: [var, ...]},
             var_types: {var: type}, var_patterns: {var: regex}, subset_groups: [[inner, outer], ...],
             all_or_none: {group: [var, ...]}, forbidden_chars: {var: rule}, hosts: [host, ...],
-            controllers: [host, ...], controllers_shared_var: var, pool: see pool_errors}
+            controllers: [host, ...], controllers_shared_var: var, pool: see pool_errors,
+            expected_hosts: {group: count}}
     """
     hosts = list(rules.get("hosts") or groups.get("all", []))
     errors = []
@@ -248,4 +276,5 @@ def inventory_errors(hostvars, groups, rules):
     errors += pool_errors(hostvars, groups, rules.get("pool") or {})
     errors += forbidden_char_errors(hostvars, groups, hosts, rules.get("forbidden_chars") or {})
     errors += shared_state_errors(hostvars, rules.get("controllers"), rules.get("controllers_shared_var"))
+    errors += expected_count_errors(groups, rules.get("expected_hosts") or {})
     return errors

@@ -300,7 +300,8 @@ def host_attr_map(hosts, hostvars, variable):
     """{short host name: value} for hosts that set `variable` (e.g. cluster_leaf_switch)."""
     out = {}
     for host in hosts:
-        value = hostvars[host].get(variable) if hasattr(hostvars[host], "get") else None
+        hv = hostvars[host]  # one lookup: each merges the host's variables
+        value = hv.get(variable) if hasattr(hv, "get") else None
         if value not in (None, ""):
             out[host.split(".", 1)[0]] = value
     return out

@@ -49,16 +49,26 @@ def _values(value):
     return list(value) if isinstance(value, (list, tuple)) else None
 
 
-def node_facts(hosts, hostvars, gpus=None, leaves=None):
+def node_facts(hosts, hostvars, gpus=None, leaves=None, groups=None):
     """{short host: {gpu_types, leaf, groups}} for the selectors.
 
     gpus: {short host: [GPU, ...]} as gpu_discovery found them (each with its GRES `type`); without
     it a host's types are its cluster_gpu_type when the inventory declares one, else unknown (None).
     leaves: {short host: leaf switch}; without it, each host's cluster_leaf_switch.
+    groups: the inventory's groups ({group: [host, ...]}, Ansible's `groups`); without it, each host's
+    group_names. With all three given no host's variables are read: each hostvars lookup merges that
+    host's variables, and every Slurm host renders this for every node (hosts squared).
     """
+    member_of = None
+    if groups is not None:
+        member_of = {}
+        for group, members in groups.items():
+            if group != "all":
+                for member in members or []:
+                    member_of.setdefault(member, []).append(group)
     facts = {}
     for host in hosts or []:
-        hv = hostvars[host]
+        hv = hostvars[host] if gpus is None or leaves is None or member_of is None else {}
         short = _short(host)
         if gpus is not None:
             types = sorted({g.get("type") for g in (gpus.get(short) or []) if isinstance(g, dict) and g.get("type")})
@@ -70,8 +80,11 @@ def node_facts(hosts, hostvars, gpus=None, leaves=None):
             if leaves is not None
             else (hv.get("cluster_leaf_switch") if hasattr(hv, "get") else None)
         )
-        groups = list(hv.get("group_names", [])) if hasattr(hv, "get") else []
-        facts[short] = {"gpu_types": types, "leaf": leaf, "groups": groups}
+        if member_of is not None:
+            groups_of = sorted(member_of.get(host, []))
+        else:
+            groups_of = list(hv.get("group_names", [])) if hasattr(hv, "get") else []
+        facts[short] = {"gpu_types": types, "leaf": leaf, "groups": groups_of}
     return facts
 
 

@@ -187,3 +187,24 @@ def test_one_controller_or_shared_state_passes():
     assert inventory_errors(hv, dict(GROUPS, all=[*GROUPS["all"], "ctl2"]), rules) == []
     assert inventory_errors(hostvars(), GROUPS, dict(RULES, controllers=["ctl1"],
                                                      controllers_shared_var="slurm_common_state_save_shared")) == []
+
+
+def test_a_slice_of_the_declared_fleet_is_refused_naming_the_group_and_both_counts():
+    # An AWX job slice (or a partial inventory) holds some of the GPU nodes: a run over it cannot tell
+    # itself from a smaller fleet unless the fleet's size is declared.
+    rules = dict(RULES, expected_hosts={"gpu_nodes": 4, "slurm_controller": 1})
+    (error,) = inventory_errors(hostvars(), GROUPS, rules)
+    assert error.startswith("variable cluster_expected_hosts: group gpu_nodes holds 2 host(s) in this inventory, "
+                            "the fleet has 4")
+    whole = dict(RULES, expected_hosts={"gpu_nodes": 2, "slurm_controller": 1})
+    assert inventory_errors(hostvars(), GROUPS, whole) == []
+    assert inventory_errors(hostvars(), GROUPS, dict(RULES, expected_hosts={})) == []
+    # A group the inventory lacks holds 0 hosts.
+    (missing,) = inventory_errors(hostvars(), GROUPS, dict(RULES, expected_hosts={"k8s_agent": 3}))
+    assert "group k8s_agent holds 0 host(s)" in missing
+
+
+@pytest.mark.parametrize("expected", [{"gpu_nodes": "2"}, {"gpu_nodes": -1}, {"gpu_nodes": True}, ["gpu_nodes"]])
+def test_a_declared_size_that_is_not_a_count_is_refused(expected):
+    (error,) = inventory_errors(hostvars(), GROUPS, dict(RULES, expected_hosts=expected))
+    assert error.startswith("variable cluster_expected_hosts")

@@ -72,6 +72,10 @@ def run_site(inventory):
             ],
         ),
         (
+            "bad_slice",
+            ["variable cluster_expected_hosts: group gpu_nodes holds 2 host(s) in this inventory, the fleet has 4"],
+        ),
+        (
             "bad_node_stack",
             [
                 "host gpu01: fabric_manager_equals_driver: fabric_manager.version 550.163.01 must equal "
@@ -128,3 +132,23 @@ def test_bad_pool_policy_stops_site_before_any_node_play(inventory, expected):
     # planner and every later play never began.
     assert plays_started(result.stdout) == ["Preflight the inventory"], out
     assert "UNREACHABLE" not in out, out
+
+
+@pytest.mark.parametrize(("sliceable", "refused"), [(False, True), (True, False)])
+def test_only_the_sliceable_entry_point_runs_on_a_slice(sliceable, refused):
+    # node_stack.yml imports the shared head with __preflight_sliceable: true (node-local plays); site.yml,
+    # pools.yml and gate.yml do not. --limit localhost,ctl1: only the preflight play runs (ctl1 is in no
+    # other play of the head), no node is contacted.
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run(
+        [PLAYBOOK[0], "playbooks/preflight.yml", "-i", "tests/inventories/bad_slice/hosts.yml",
+         "--limit", "localhost,ctl1", "-e", f"__preflight_sliceable={str(sliceable).lower()}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    out = result.stdout + result.stderr
+    assert (result.returncode != 0) is refused, out
+    assert ("variable cluster_expected_hosts: group gpu_nodes holds 2 host(s)" in out) is refused, out
+    assert "UNREACHABLE" not in out, out
+    text = (ROOT / "playbooks" / "node_stack.yml").read_text()
+    assert "__preflight_sliceable: true" in text
+    assert "__preflight_sliceable" not in (ROOT / "playbooks" / "site.yml").read_text()

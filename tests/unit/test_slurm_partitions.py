@@ -191,3 +191,24 @@ def test_not_a_list_is_refused():
     assert partition_errors({"PartitionName": "gpu"}, FACTS) == [
         "variable slurm_common_partitions must be a list of partitions, got dict"
     ]
+
+
+class _NoHostvars(dict):
+    """hostvars that fail the test when read: with gpus, leaves and groups given, none is needed."""
+
+    def __getitem__(self, host):
+        raise AssertionError(f"hostvars[{host!r}] read")
+
+
+def test_groups_give_the_same_facts_without_reading_any_host_s_variables():
+    # Ansible's `groups` (with all and ungrouped) against each host's group_names, as HOSTVARS holds them.
+    groups = {"all": [*HOSTS, "ctl1"], "ungrouped": [], "gpu_nodes": HOSTS, "slurm_compute": POOL,
+              "team_a": ["gpu01", "gpu03"], "slurm_controller": ["ctl1"]}
+    leaves = {h: HOSTVARS[h]["cluster_leaf_switch"] for h in HOSTS}
+    by_groups = node_facts(HOSTS, _NoHostvars(), GPUS, leaves, groups)
+    by_hostvars = node_facts(HOSTS, HOSTVARS, GPUS, leaves)
+    assert by_groups == {h: dict(f, groups=sorted(f["groups"])) for h, f in by_hostvars.items()}
+    assert by_groups["gpu01"]["groups"] == ["gpu_nodes", "slurm_compute", "team_a"]
+    assert by_groups["gpu02"]["groups"] == ["gpu_nodes", "slurm_compute"]
+    with pytest.raises(AssertionError, match="hostvars"):
+        node_facts(HOSTS, _NoHostvars(), GPUS, None, groups)
