@@ -20,7 +20,8 @@ RELEASE_TASK = {
 }
 # The roles whose OS data issue 12 asks for, Debian 12 and 13 complete (slurm_common was the model).
 OS_DATA_ROLES = ["base", "munge", "slurm_common", "slurm_dbd", "slurm_controller", "slurm_nvml", "gpu_repos",
-                 "nvidia_driver", "rdma_userspace", "nccl_tests", "dcgm", "nvidia_container_toolkit"]
+                 "nvidia_driver", "rdma_userspace", "nccl_tests", "dcgm", "nvidia_container_toolkit", "containerd",
+                 "kubeadm_node"]
 # distribution_major -> os_family, as Ansible's facts name them.
 RELEASES = {"Debian_12": "Debian", "Debian_13": "Debian", "Ubuntu_22": "Debian", "Ubuntu_24": "Debian",
             "RedHat_9": "RedHat", "Rocky_9": "RedHat"}
@@ -103,7 +104,9 @@ def test_no_role_default_holds_debian_paths_or_packages_its_vars_own():
     for role, key, os_key in [("slurm_controller", "slurm_controller_packages", "__slurm_controller_os_packages"),
                               ("slurm_nvml", "slurm_nvml_package", "__slurm_nvml_os_package"),
                               ("slurm_nvml", "slurm_nvml_library", "__slurm_nvml_os_library"),
-                              ("slurm_nvml", "slurm_nvml_plugin_dirs", "__slurm_nvml_os_plugin_dirs")]:
+                              ("slurm_nvml", "slurm_nvml_plugin_dirs", "__slurm_nvml_os_plugin_dirs"),
+                              ("containerd", "containerd_apt_repo_url", "__containerd_os_apt_repo_url"),
+                              ("kubeadm_node", "kubeadm_node_apt_repo_url", "__kubeadm_node_os_apt_repo_url")]:
         default = yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text())[key]
         assert default in ("", []), (role, key)
         assert effective(role, "Debian_12")[os_key], (role, os_key)
