@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -144,4 +145,25 @@ def test_k3s_node_reports_an_upgrade_only_when_an_installed_binary_is_replaced(t
     assert (tmp_path / "bin" / "k3s").read_bytes() == b"k3s v1"
     assert run_k3s_node(tmp_path) == {"upgrade": True, "changed": True}  # computed before the replacement
     assert (tmp_path / "bin" / "k3s").read_bytes() == b"k3s v2"
+    assert run_k3s_node(tmp_path) == {"upgrade": False, "changed": False}
+
+
+def test_k3s_node_reports_a_process_still_running_a_replaced_binary(tmp_path):
+    """A run that replaced the binary and stopped before the restart (a failed drain) is finished by the next."""
+    if os.geteuid() != 0:
+        pytest.skip("k3s_node writes root-owned files")
+    (tmp_path / "bin").mkdir()
+    release(tmp_path, b"k3s v1")
+    assert run_k3s_node(tmp_path) == {"upgrade": False, "changed": True}
+    binary = tmp_path / "bin" / "k3s"
+    shutil.copy2("/bin/sleep", binary)  # the process an earlier install started
+    process = subprocess.Popen([str(binary), "120"])  # a copy of sleep, killed below
+    try:
+        staged = tmp_path / "bin" / "k3s.new"
+        staged.write_bytes(b"k3s v1")
+        staged.replace(binary)  # what copy did: a new file, the running one deleted
+        assert run_k3s_node(tmp_path) == {"upgrade": True, "changed": True}
+    finally:
+        process.kill()
+        process.wait()
     assert run_k3s_node(tmp_path) == {"upgrade": False, "changed": False}
