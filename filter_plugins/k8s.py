@@ -97,8 +97,9 @@ def k8s_gpu_admission_errors(node_obj, host, hostvars, count_var, validator_pods
         raise AnsibleFilterError(f"{host}: {count_var}: {exc}") from exc
 
 
-def k8s_gate_verdicts(nodes, hostvars, fact="health_gate_verdict"):
-    """``{node: verdict word}`` for the ``nodes`` the health gate judged in this run (fact ``fact``)."""
+def k8s_gate_verdicts(nodes, hostvars, fact):
+    """``{node: verdict word}`` for the ``nodes`` the health gate judged in this run (the caller names its fact,
+    ``health_gate_verdict``)."""
     out = {}
     for node in nodes:
         row = (hostvars.get(node) or {}).get(fact)

@@ -178,8 +178,9 @@ def gate_verdict(rows):
             "node": rows[0]["node"], "partner": None}
 
 
-def gate_passing(nodes, hostvars, var="__health_gate_rows"):
-    """The nodes whose rows so far are all PASS (the ones that go on to the pairwise checks)."""
+def gate_passing(nodes, hostvars, var):
+    """The nodes whose rows so far (host variable ``var``, the gate's ``__health_gate_rows``) are all PASS (the ones
+    that go on to the pairwise checks)."""
     return [n for n in nodes if all(r["verdict"] == PASS for r in (hostvars[n].get(var) or []))]
 
 

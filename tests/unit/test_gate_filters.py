@@ -111,7 +111,7 @@ def test_verdict_fail_wins_over_error_and_error_over_pass():
 def test_passing_keeps_only_nodes_whose_rows_all_pass():
     hostvars = {"a": {"__health_gate_rows": [{"verdict": "PASS"}]},
                 "b": {"__health_gate_rows": [{"verdict": "ERROR"}]}, "c": {}}
-    assert gate_passing(["a", "b", "c"], hostvars) == ["a", "c"]
+    assert gate_passing(["a", "b", "c"], hostvars, "__health_gate_rows") == ["a", "c"]
 
 
 def _views(**reasons):

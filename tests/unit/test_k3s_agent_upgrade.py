@@ -15,7 +15,7 @@ def tasks(path):
 
 
 def test_every_api_call_of_the_upgrade_runs_on_the_first_server_with_its_kubeconfig():
-    api = [t for t in tasks(ROLE / "tasks" / "install.yml") + tasks(ROLE / "handlers" / "main.yml")
+    api = [t for t in tasks(ROLE / "tasks" / "upgrade.yml") + tasks(ROLE / "handlers" / "main.yml")
            if any(k.startswith("kubernetes.core.") for k in t)]
     assert len(api) == 4, [t["name"] for t in api]
     for task in api:
@@ -31,5 +31,5 @@ def test_uncordon_waits_for_the_restarted_node_to_be_ready():
                         "Uncordon the upgraded k3s agent"]
     wait = yaml.safe_load((ROLE / "handlers" / "main.yml").read_text())[1]["kubernetes.core.k8s_info"]
     assert wait["wait"] is True and wait["wait_condition"] == {"type": "Ready", "status": "True"}
-    drain = next(t for t in tasks(ROLE / "tasks" / "install.yml") if "kubernetes.core.k8s_drain" in t)
+    drain = next(t for t in tasks(ROLE / "tasks" / "upgrade.yml") if "kubernetes.core.k8s_drain" in t)
     assert drain["notify"] == handlers[1:]

@@ -143,7 +143,7 @@ def test_ha_without_a_fixed_address_fails_naming_host_and_variable(tmp_path, hos
      "ctl1: k3s_server_agent_token is required: the agent token's password"),
 ], ids=["missing", "same-as-server-token", "k10-form"])
 def test_server_agent_token_is_a_separate_required_password(tmp_path, hostvars, message):
-    site = {"k3s_server_install_method": "airgap", "k3s_server_airgap_dir": str(tmp_path / "airgap"), **hostvars}
+    site = {"k3s_node_install_method": "airgap", "k3s_node_airgap_dir": str(tmp_path / "airgap"), **hostvars}
     rc, out = run_play(tmp_path, [play("k8s_server", "k3s_server")], ["ctl1"], site, check=True)
     assert rc != 0, out
     assert message in " ".join(out.split()), out

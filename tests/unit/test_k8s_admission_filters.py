@@ -16,7 +16,8 @@ def node(name):
 def test_gate_verdicts_keep_only_nodes_the_gate_judged():
     hostvars = {"gpu01": {"health_gate_verdict": {"verdict": "PASS", "node": "gpu01"}},
                 "gpu02": {"cluster_gpu_count": 2}, "gpu03": {"health_gate_verdict": {"verdict": "FAIL"}}}
-    assert k8s_gate_verdicts(["gpu01", "gpu02", "gpu03"], hostvars) == {"gpu01": "PASS", "gpu03": "FAIL"}
+    verdicts = k8s_gate_verdicts(["gpu01", "gpu02", "gpu03"], hostvars, "health_gate_verdict")
+    assert verdicts == {"gpu01": "PASS", "gpu03": "FAIL"}
 
 
 def test_pass_without_a_gpu_count_names_the_host_and_the_variable():

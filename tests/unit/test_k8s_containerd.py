@@ -72,4 +72,7 @@ def test_default_source_is_docker_containerd_io_2x_because_debian_ships_1x():
     assert defaults["containerd_apt_repo_enabled"] is True
     names = [next(k for k in t if k.startswith("ansible.builtin.")) for t in tasks]
     assert names[:2] == ["ansible.builtin.deb822_repository", "ansible.builtin.apt"]
-    assert tasks[0]["ansible.builtin.deb822_repository"]["signed_by"] == "{{ containerd_apt_repo_url }}/gpg"
+    assert tasks[0]["ansible.builtin.deb822_repository"]["signed_by"] == "{{ __containerd_apt_repo_url }}/gpg"
+    debian = yaml.safe_load((root / "roles" / "containerd" / "vars" / "Debian.yml").read_text())
+    assert defaults["containerd_apt_repo_url"] == ""  # empty: this OS's, vars/Debian.yml
+    assert debian["__containerd_os_apt_repo_url"].startswith("https://download.docker.com/linux/")

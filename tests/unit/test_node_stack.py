@@ -20,7 +20,7 @@ from node_stack import FilterModule
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LOCK_FILE = ROOT / "playbooks" / "vars" / "node_stack_versions.yml"
 LAB_VARS = ROOT / "molecule" / "node_stack" / "inventory" / "group_vars" / "node_stack" / "node_stack.yml"
-OSES = ["Debian_12", "Debian_13", "Ubuntu_22", "Ubuntu_24", "RedHat_9"]
+OSES = ["Debian_12", "Debian_13", "Ubuntu_22", "Ubuntu_24", "RedHat_9", "Rocky_9"]
 STACK_ROLES = ["gpu_repos", "nvidia_driver", "rdma_userspace", "nccl_tests", "dcgm", "nvidia_container_toolkit"]
 
 
@@ -179,8 +179,24 @@ def test_the_filter_reads_a_registered_probe(fixture_output):
 # ---------------------------------------------------------------------------- per-OS package data
 
 
+# distribution_major -> os_family, as Ansible's facts give them (Rocky: a rebuild with no file of its own).
+FAMILY = {"Debian_12": "Debian", "Debian_13": "Debian", "Ubuntu_22": "Debian", "Ubuntu_24": "Debian",
+          "RedHat_9": "RedHat", "Rocky_9": "RedHat"}
+
+
+def _files(role, os_name):
+    """The vars files the roles' OS loader reads, in order: vars/<os_family>.yml (required), then
+    vars/<distribution>_<major>.yml where it exists (tests/unit/test_os_vars.py keeps the loader one)."""
+    family = ROOT / "roles" / role / "vars" / f"{FAMILY[os_name]}.yml"
+    release = ROOT / "roles" / role / "vars" / f"{os_name}.yml"
+    return [family] + ([release] if release.exists() and release != family else [])
+
+
 def _vars(role, os_name):
-    return yaml.safe_load((ROOT / "roles" / role / "vars" / f"{os_name}.yml").read_text())
+    data = {}
+    for path in _files(role, os_name):
+        data.update(yaml.safe_load(path.read_text()) or {})
+    return data
 
 
 @pytest.mark.parametrize("role", STACK_ROLES)
@@ -191,7 +207,7 @@ def test_every_stack_role_has_data_for_every_supported_os(role, os_name):
 
 @pytest.mark.parametrize("os_name", OSES)
 def test_not_proven_sources_are_labelled_and_debian_is_not(os_name):
-    text = (ROOT / "roles" / "gpu_repos" / "vars" / f"{os_name}.yml").read_text()
+    text = _files("gpu_repos", os_name)[-1].read_text()
     if os_name.startswith("Debian"):
         assert "proven in the lab" in text and "debian_nonfree" in text
     else:
@@ -209,7 +225,7 @@ def test_debian_adds_contrib_and_non_free_of_its_own_release(os_name, release):
 
 @pytest.mark.parametrize("os_name,repo", [("Debian_12", "debian12"), ("Debian_13", "debian13"),
                                           ("Ubuntu_22", "ubuntu2204"), ("Ubuntu_24", "ubuntu2404"),
-                                          ("RedHat_9", "rhel9")])
+                                          ("RedHat_9", "rhel9"), ("Rocky_9", "rhel9")])
 def test_the_cuda_repository_is_nvidia_s_for_this_release_with_its_key(os_name, repo):
     (entry,) = _vars("gpu_repos", os_name)["__gpu_repos_catalog"]["cuda"]
     url = entry.get("uris") or entry["baseurl"]

@@ -234,6 +234,8 @@ def test_one_role_installs_the_nvml_plugin():
         if role != "slurm_nvml" and ("nvml-plugin" in text or "nvml_plugin" in text):
             hits.append(str(path.relative_to(ROOT)))
     assert hits == []
-    assert _default("slurm_nvml", "slurm_nvml_package") == "slurm-wlm-nvml-plugin"
+    assert _default("slurm_nvml", "slurm_nvml_package") == ""  # empty: the OS's, vars/Debian.yml
+    assert yaml.safe_load((ROOT / "roles" / "slurm_nvml" / "vars" / "Debian.yml").read_text())[
+        "__slurm_nvml_os_package"] == "slurm-wlm-nvml-plugin"
     assert "slurm_compute_nvml_plugin" not in yaml.safe_load(
         (ROOT / "roles" / "slurm_compute" / "defaults" / "main.yml").read_text())
