@@ -22,10 +22,29 @@ def test_gres_conf_is_written_with_slurm_conf_in_one_call():
     names = [f["name"] for f in writes[0]["slurm_config"]["files"]]
     assert names[:2] == ["slurm.conf", "gres.conf"] and {"cgroup.conf", "topology.conf"} <= set(names)
     plan = next(t for t in tasks if "slurm_common_apply" in t.get("ansible.builtin.set_fact", {}))
-    assert (
-        "__slurm_common_written.changes | slurm_apply_plan(slurm_common_version"
-        in (plan["ansible.builtin.set_fact"]["slurm_common_apply"])
+    expr = " ".join(plan["ansible.builtin.set_fact"]["slurm_common_apply"].split())
+    assert "__slurm_common_written).changes | slurm_apply_plan(slurm_common_version" in expr
+
+
+def test_configless_nodes_follow_the_controllers_change_and_start_slurmd_with_conf_server():
+    # configless_slurm.html 24.11: slurmd fetches the files from slurmctld; a node writes none, and
+    # its daemons follow the controller's change, classified for them (a 22.05 GresTypes change still
+    # restarts slurmd there). slurmd(8) --conf-server is set before the package may start slurmd.
+    tasks = _load(COMMON / "tasks" / "config.yml")
+    write = next(t for t in tasks if "slurm_config" in t)
+    assert write["when"] == "__slurm_common_writes_files | bool"
+    plan = next(t for t in tasks if "slurm_common_apply" in t.get("ansible.builtin.set_fact", {}))
+    assert "hostvars[slurm_common_controller_hosts | first].__slurm_common_written" in (
+        plan["ansible.builtin.set_fact"]["slurm_common_apply"]
     )
+    defaults = _load(COMMON / "defaults" / "main.yml")
+    assert "enable_configless" in defaults["slurm_common_config"]["SlurmctldParameters"]
+    names = [t["name"] for t in _load(COMPUTE / "tasks" / "main.yml")]
+    configless = names.index("Set slurmd's configuration source (configless or files)")
+    assert configless < names.index("Install slurmd") < names.index("Run slurmd")
+    assert names.index("Run slurmd") < names.index("Remove the Slurm files a configless node no longer keeps")
+    dropin = next(t for t in _load(COMPUTE / "tasks" / "configless.yml") if "ansible.builtin.copy" in t)
+    assert "--conf-server {{ slurm_compute_conf_servers | join(',') }}" in dropin["ansible.builtin.copy"]["content"]
 
 
 def test_slurm_compute_no_longer_restarts_slurmd_on_its_own():
