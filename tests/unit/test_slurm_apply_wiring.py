@@ -45,8 +45,9 @@ def test_configless_nodes_follow_the_controllers_change_and_start_slurmd_with_co
     configless = names.index("Set slurmd's configuration source (configless or files)")
     assert configless < names.index("Install slurmd") < names.index("Run slurmd")
     assert names.index("Run slurmd") < names.index("Remove the Slurm files a configless node no longer keeps")
-    dropin = next(t for t in _load(COMPUTE / "tasks" / "configless.yml") if "ansible.builtin.copy" in t)
-    assert "--conf-server {{ slurm_compute_conf_servers | join(',') }}" in dropin["ansible.builtin.copy"]["content"]
+    dropin = next(t for t in _load(COMPUTE / "tasks" / "configless.yml") if "ansible.builtin.template" in t)
+    src = COMPUTE / "templates" / dropin["ansible.builtin.template"]["src"]
+    assert "--conf-server {{ slurm_compute_conf_servers | join(',') }}" in src.read_text()
 
 
 def test_slurm_compute_no_longer_restarts_slurmd_on_its_own():
