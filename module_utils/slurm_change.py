@@ -12,7 +12,10 @@ on the result:
 * ``order``    for a restart: ``restart`` (restart the listed daemons) or
   ``stop_all_then_start`` (AuthType: stop every Slurm daemon on every host first, then start
   them); ``None`` otherwise;
-* ``reasons``  one line per change, each naming the rule it follows.
+* ``reasons``  one line per change, each naming the rule it follows;
+* ``needs_no_jobs``  one line per change that must not be applied while slurmctld holds jobs
+  (SwitchType: their records may be lost), each naming its rule; the role refuses such a change
+  before any host writes it while ``squeue`` lists a job.
 
 A change Slurm cannot take by any restart (ClusterName, moving the primary controller)
 raises :class:`SlurmConfError` naming the key, before a handler runs.
@@ -136,6 +139,15 @@ REEXEC_RESTART_KEYS = {
     ),
     "authalttypes": _rule(BOTH, _AUTH),
     "authinfo": _rule(BOTH, _AUTH),
+}
+
+# Changes that may cost the jobs slurmctld holds, on every version: applied only with no job in the
+# cluster. slurm.conf(5) 22.05 and 24.11 SwitchType (the same sentence on both pages): "If running
+# jobs exist at the time slurmctld is restarted with a new value of SwitchType, records of all jobs
+# in any state may be lost." From 23.11 the reconfigure starts a new slurmctld, which is that restart.
+NO_JOBS_KEYS = {
+    "switchtype": '{page} SwitchType: "If running jobs exist at the time slurmctld is restarted with a new '
+    'value of SwitchType, records of all jobs in any state may be lost."',
 }
 
 # Reconfigure on >= 23.11, with what the 24.11 page adds.
@@ -387,6 +399,7 @@ class _Result:
         self.reasons = []
         self.daemons = set()
         self.order = ORDER_RESTART
+        self.needs_no_jobs = []
 
     def bump(self, action, reason, daemons=(), order=ORDER_RESTART):
         if _RANK[action] > _RANK[self.action]:
@@ -405,6 +418,7 @@ class _Result:
         self.daemons.update(for_restart)
         if other.get("order") == ORDER_STOP_ALL:
             self.order = ORDER_STOP_ALL
+        self.needs_no_jobs.extend(other.get("needs_no_jobs", []))
 
     def finish(self):
         restart = self.action == RESTART
@@ -413,6 +427,7 @@ class _Result:
             "reasons": self.reasons,
             "daemons": [d for d in BOTH if d in self.daemons] if restart else [],
             "order": self.order if restart else None,
+            "needs_no_jobs": self.needs_no_jobs,
         }
 
 
@@ -486,6 +501,10 @@ def _classify_globals(old, new, reexec, slurm_version, result):
             continue
         spelling = (news.get(key) or olds.get(key))[0]
         change = f"{spelling} changed ({_fmt(va)} -> {_fmt(vb)})"
+        if key in NO_JOBS_KEYS:
+            page = _SC24 if reexec else _SC22
+            source = NO_JOBS_KEYS[key].format(page=page)
+            result.needs_no_jobs.append(f"{change}: only with no job in the cluster [{source}]")
         if key == "clustername":
             _refuse_cluster_name(va, vb)
         if key == "slurmctldhost":
@@ -524,8 +543,8 @@ def classify_change(old_text, new_text, slurm_version):
     """Decide what applying ``new_text`` over ``old_text`` (slurm.conf) needs.
 
     Returns ``{"action": "none"|"reconfigure"|"restart", "reasons": [str, ...],
-    "daemons": [...], "order": "restart"|"stop_all_then_start"|None}``. ``old_text`` may be
-    empty/None (first install): that is a restart of everything. Raises
+    "daemons": [...], "order": "restart"|"stop_all_then_start"|None, "needs_no_jobs": [str, ...]}``.
+    ``old_text`` may be empty/None (first install): that is a restart of everything. Raises
     :class:`SlurmConfError` for a change no restart applies (ClusterName, a new primary
     SlurmctldHost).
     """
@@ -783,7 +802,7 @@ def plan_apply(changes, daemons):
     runs. Restart the daemons a change needs that run here; a change that needs a daemon restarted
     elsewhere (slurmctld, seen from a compute node) still needs at least ``scontrol reconfigure``.
     Returns ``{"action": none|reconfigure|restart, "restart": [daemons], "order":
-    restart|stop_all_then_start|None, "reasons": [...]}``.
+    restart|stop_all_then_start|None, "reasons": [...], "needs_no_jobs": [...]}``.
     """
     merged = _Result()
     for change in changes:
@@ -800,6 +819,7 @@ def plan_apply(changes, daemons):
         "restart": restart,
         "order": merged.order if restart else None,
         "reasons": merged.reasons,
+        "needs_no_jobs": merged.needs_no_jobs,
     }
 
 

@@ -17,15 +17,37 @@ def test_gres_conf_is_written_with_slurm_conf_in_one_call():
     # gres.conf(5) Type and slurm.conf NodeName Gres= are one change: both files go through one
     # slurm_config call, whose changes slurm_apply_plan classifies together.
     tasks = _load(COMMON / "tasks" / "config.yml")
-    writes = [t for t in tasks if "slurm_config" in t]
-    assert len(writes) == 1
-    names = [f["name"] for f in writes[0]["slurm_config"]["files"]]
+    writes = [t for t in tasks if "slurm_config" in t and not t.get("check_mode")]
+    assert len(writes) == 1 and writes[0]["register"] == "__slurm_common_written"
+    assert writes[0]["slurm_config"]["files"] == "{{ __slurm_common_files }}"
+    names = [f["name"] for f in _load(COMMON / "vars" / "main.yml")["__slurm_common_files"]]
     assert names[:2] == ["slurm.conf", "gres.conf"] and {"cgroup.conf", "topology.conf"} <= set(names)
     plan = next(t for t in tasks if "slurm_common_apply" in t.get("ansible.builtin.set_fact", {}))
+    expr = " ".join(plan["ansible.builtin.set_fact"]["slurm_common_apply"].split())
+    assert "__slurm_common_written).changes | slurm_apply_plan(slurm_common_version" in expr
+
+
+def test_configless_nodes_follow_the_controllers_change_and_start_slurmd_with_conf_server():
+    # configless_slurm.html 24.11: slurmd fetches the files from slurmctld; a node writes none, and
+    # its daemons follow the controller's change, classified for them (a 22.05 GresTypes change still
+    # restarts slurmd there). slurmd(8) --conf-server is set before the package may start slurmd.
+    tasks = _load(COMMON / "tasks" / "config.yml")
+    write = next(t for t in tasks if t.get("register") == "__slurm_common_written")
+    assert write["when"] == "__slurm_common_writes_files | bool"
+    plan = next(t for t in tasks if "slurm_common_apply" in t.get("ansible.builtin.set_fact", {}))
     assert (
-        "__slurm_common_written.changes | slurm_apply_plan(slurm_common_version"
+        "hostvars[slurm_common_controller_hosts | first].__slurm_common_written"
         in (plan["ansible.builtin.set_fact"]["slurm_common_apply"])
     )
+    defaults = _load(COMMON / "defaults" / "main.yml")
+    assert "enable_configless" in defaults["slurm_common_config"]["SlurmctldParameters"]
+    names = [t["name"] for t in _load(COMPUTE / "tasks" / "main.yml")]
+    configless = names.index("Set slurmd's configuration source (configless or files)")
+    assert configless < names.index("Install slurmd") < names.index("Run slurmd")
+    assert names.index("Run slurmd") < names.index("Remove the Slurm files a configless node no longer keeps")
+    dropin = next(t for t in _load(COMPUTE / "tasks" / "configless.yml") if "ansible.builtin.template" in t)
+    src = COMPUTE / "templates" / dropin["ansible.builtin.template"]["src"]
+    assert "--conf-server {{ slurm_compute_conf_servers | join(',') }}" in src.read_text()
 
 
 def test_slurm_compute_no_longer_restarts_slurmd_on_its_own():
@@ -118,3 +140,27 @@ def test_a_slurmctld_rule_restarts_the_controller_and_reconfigures_the_nodes_on_
     assert (ctl["action"], ctl["restart"]) == ("restart", ["slurmctld"])
     assert (node["action"], node["restart"]) == ("reconfigure", [])
     assert _plan(before, after, "24.11.5", ["slurmctld"])["action"] == "reconfigure"
+
+
+def test_a_change_that_may_lose_the_jobs_is_refused_before_any_host_writes():
+    # slurm.conf(5) 22.05 and 24.11 SwitchType: "If running jobs exist at the time slurmctld is restarted
+    # with a new value of SwitchType, records of all jobs in any state may be lost." The controller's
+    # change is classified in check mode (nothing written), squeue read there, and every host refuses
+    # before the write: a refusal after it would leave the new files and nothing to guard next run.
+    tasks = _load(COMMON / "tasks" / "config.yml")
+    names = [t["name"] for t in tasks]
+    preview = next(t for t in tasks if "slurm_config" in t and t.get("check_mode") is True)
+    assert preview["slurm_config"]["files"] == "{{ __slurm_common_files }}"
+    assert preview["changed_when"] is False and preview["register"] == "__slurm_common_preview"
+    jobs = next(t for t in tasks if t.get("register") == "__slurm_common_jobs")
+    assert jobs["ansible.builtin.command"]["argv"][0] == "squeue"
+    assert (jobs["changed_when"], jobs["check_mode"]) == (False, False)
+    assert any("slurm_conf_changes(slurm_common_version)).needs_no_jobs" in w for w in jobs["when"])
+    refuse = next(t for t in tasks if "needs_no_jobs" in str(t.get("ansible.builtin.assert", {}).get("that", "")))
+    assert "when" not in refuse  # every host stops, not only the controller
+    assert (
+        "host {{ inventory_hostname }}: variable slurm_common_config_extra"
+        in refuse["ansible.builtin.assert"]["fail_msg"]
+    )
+    write = names.index("config | Write the configuration files")
+    assert names.index(preview["name"]) < names.index(jobs["name"]) < names.index(refuse["name"]) < write

@@ -9,6 +9,7 @@ from ansible.module_utils.slurm_change import (
     LEGACY_RESTART_KEYS,
     REEXEC_RESTART_KEYS,
     SlurmConfError,
+    apply_plan,
     classify_change,
     classify_changes,
     classify_file_change,
@@ -131,7 +132,7 @@ NEW = ("23.11.0", "24.05.8", "24.11.5")  # scontrol(1) 24.11: reconfigure create
 def test_comment_and_whitespace_changes_need_nothing():
     new = "# new header\n" + BASE.replace("SlurmctldDebug=info", "SlurmctldDebug=info   # chatty")
     result = classify_change(BASE, new, "22.05.8")
-    assert result == {"action": "none", "reasons": [], "daemons": [], "order": None}
+    assert result == {"action": "none", "reasons": [], "daemons": [], "order": None, "needs_no_jobs": []}
 
 
 def test_key_case_differences_need_nothing():
@@ -292,6 +293,36 @@ def test_24_11_switchtype_is_restarted_or_reconfigured(version):
     result = classify_change(*_key_change("SwitchType", "switch/none", "switch/hpe_slingshot"), version)
     assert result["action"] == "reconfigure"
     assert "restarted or reconfigured" in result["reasons"][0]
+
+
+@pytest.mark.parametrize("version", OLD + NEW)
+def test_switchtype_change_needs_no_job_in_the_cluster_on_every_version(version):
+    """slurm.conf(5) 22.05 and 24.11 SwitchType: "If running jobs exist at the time slurmctld is
+    restarted with a new value of SwitchType, records of all jobs in any state may be lost." (from
+    23.11 the reconfigure starts a new slurmctld)."""
+    result = classify_change(*_key_change("SwitchType", "switch/none", "switch/hpe_slingshot"), version)
+    page = "slurm.conf(5) 24.11" if version in NEW else "slurm.conf(5) 22.05"
+    assert len(result["needs_no_jobs"]) == 1
+    assert result["needs_no_jobs"][0].startswith("SwitchType changed (switch/none -> switch/hpe_slingshot)")
+    assert f'{page} SwitchType: "If running jobs exist' in result["needs_no_jobs"][0]
+    # The guard goes with the change wherever it is merged: the whole change and each host's plan.
+    before, after = _key_change("SwitchType", "switch/none", "switch/hpe_slingshot")
+    changes = [{"name": "slurm.conf", "before": before, "after": after}]
+    assert classify_changes(changes, version)["needs_no_jobs"] == result["needs_no_jobs"]
+    for daemons in (["slurmctld"], ["slurmd"]):
+        assert apply_plan(changes, version, daemons)["needs_no_jobs"] == result["needs_no_jobs"]
+
+
+@pytest.mark.parametrize("version", OLD + NEW)
+def test_other_changes_need_no_guard_on_jobs(version):
+    """Only SwitchType's page warns that the jobs' records may be lost; AuthType, SchedulerType and
+    a partition change carry no such guard."""
+    for key, old, new in (
+        ("AuthType", "auth/munge", "auth/slurm"),
+        ("SchedulerType", "sched/backfill", "sched/builtin"),
+    ):
+        assert classify_change(*_key_change(key, old, new), version)["needs_no_jobs"] == []
+    assert classify_change(BASE, BASE + "PartitionName=extra Nodes=gpu01\n", version)["needs_no_jobs"] == []
 
 
 @pytest.mark.parametrize("version", NEW)

@@ -90,6 +90,7 @@ def test_plan_apply_falls_back_to_reconfigure_for_a_restart_needed_elsewhere():
         "restart": [],
         "order": None,
         "reasons": ["node added"],
+        "needs_no_jobs": [],
     }
     assert plan_apply([change], ["slurmctld"])["restart"] == ["slurmctld"]
     assert plan_apply([], ["slurmd"])["action"] == "none"
