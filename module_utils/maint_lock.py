@@ -14,20 +14,20 @@ from ansible.module_utils.node_stack import effective_versions, lookup
 # The package whose version is the installed driver's, per OS as nvidia_driver's vars/<os>.yml name it
 # ("{branch}" is the driver branch). tests/unit/test_maint_lock.py keeps this equal to those files.
 DRIVER_VERSION_PACKAGES = {
-    "Debian_12": "libnvidia-ml1",
-    "Debian_13": "libnvidia-ml1",
+    "Debian": "libnvidia-ml1",
     "Ubuntu_22": "libnvidia-compute-{branch}-server",
     "Ubuntu_24": "libnvidia-compute-{branch}-server",
-    "RedHat_9": "nvidia-driver-cuda-libs",
+    "RedHat": "nvidia-driver-cuda-libs",
 }
 
 
 def driver_version_package(facts, branch):
     """The driver's version package on a host with Ansible *facts* (distribution, os_family,
-    distribution_major_version), as nvidia_driver picks its vars file; None where no data exists."""
+    distribution_major_version), as nvidia_driver loads its vars files (vars/<os_family>.yml, overridden
+    by vars/<distribution>_<major>.yml where one exists); None where no data exists."""
     facts = facts or {}
     major = str(facts.get("distribution_major_version") or "")
-    for key in (f"{facts.get('distribution')}_{major}", f"{facts.get('os_family')}_{major}"):
+    for key in (f"{facts.get('distribution')}_{major}", str(facts.get("os_family"))):
         if key in DRIVER_VERSION_PACKAGES:
             return DRIVER_VERSION_PACKAGES[key].replace("{branch}", str(branch))
     return None

@@ -28,17 +28,19 @@ def ml1(version):
 def test_driver_version_packages_equal_the_driver_roles_vars_files():
     vars_dir = ROOT / "roles" / "nvidia_driver" / "vars"
     from_role = {p.stem: yaml.safe_load(p.read_text())["__nvidia_driver_version_package"]
-                 for p in sorted(vars_dir.glob("*_*.yml"))}
+                 for p in sorted(vars_dir.glob("*.yml")) if p.name != "main.yml"}
     assert from_role == DRIVER_VERSION_PACKAGES
 
 
 def test_version_package_is_picked_as_the_driver_role_picks_its_vars_file():
     assert driver_version_package(BOOKWORM, "535") == "libnvidia-ml1"
     assert driver_version_package(JAMMY, "550") == "libnvidia-compute-550-server"
-    # Rocky has no file of its own: the os_family file (RedHat_9) applies, as with_first_found does.
+    # Rocky has no file of its own: the os_family file (RedHat.yml) applies, as the role's loader does.
     assert driver_version_package(ROCKY, "550") == "nvidia-driver-cuda-libs"
     assert driver_version_package({"distribution": "Debian", "os_family": "Debian",
-                                   "distribution_major_version": "11"}, "535") is None
+                                   "distribution_major_version": "11"}, "535") == "libnvidia-ml1"
+    assert driver_version_package({"distribution": "SLES", "os_family": "Suse",
+                                   "distribution_major_version": "15"}, "535") is None
 
 
 def test_installed_version_drops_the_debian_revision_and_none_when_absent():
