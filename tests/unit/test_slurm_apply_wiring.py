@@ -43,8 +43,11 @@ def test_configless_nodes_follow_the_controllers_change_and_start_slurmd_with_co
     assert "enable_configless" in defaults["slurm_common_config"]["SlurmctldParameters"]
     names = [t["name"] for t in _load(COMPUTE / "tasks" / "main.yml")]
     configless = names.index("Set slurmd's configuration source (configless or files)")
-    assert configless < names.index("Install slurmd") < names.index("Run slurmd")
-    assert names.index("Run slurmd") < names.index("Remove the Slurm files a configless node no longer keeps")
+    # slurmd's install and start sit in converge.yml, included after the configuration source is set.
+    converge = names.index("Converge what the probe found different")
+    assert configless < converge < names.index("Remove the Slurm files a configless node no longer keeps")
+    steps = [t["name"] for t in _load(COMPUTE / "tasks" / "converge.yml")]
+    assert steps.index("converge | Install slurmd") < steps.index("converge | Run slurmd")
     dropin = next(t for t in _load(COMPUTE / "tasks" / "configless.yml") if "ansible.builtin.template" in t)
     src = COMPUTE / "templates" / dropin["ansible.builtin.template"]["src"]
     assert "--conf-server {{ slurm_compute_conf_servers | join(',') }}" in src.read_text()
