@@ -160,56 +160,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.host_state import (
-    UNIT_PROPERTIES,
-    UNKNOWN_UNIT,
     file_bytes,
-    parse_dpkg_query,
-    parse_rpm_query,
-    parse_systemctl_show,
+    installed_packages,
     path_differs,
     path_state,
     text_differs,
-    unit_query_name,
+    unit_states,
     user_state,
 )
-
-SYSTEMD_RUN_DIR = "/run/systemd/system"  # exists only where systemd is PID 1 (sd_booted)
-
-
-def run(module, argv):
-    # No ~ or $VAR expansion: the query formats hold ${Package} and the names are data.
-    return module.run_command(argv, expand_user_and_vars=False)
-
-
-def installed_packages(module, names):
-    """{name: version} of the installed ones among names; empty where nothing can be read."""
-    dpkg = module.get_bin_path("dpkg-query")
-    if dpkg:
-        rc, out, err = run(module, [dpkg, "-W", r"-f=${Package}\t${Version}\t${db:Status-Abbrev}\n", "--", *names])
-        if rc in (0, 1):  # 1: some names are unknown, the known ones are still listed
-            return parse_dpkg_query(out)
-        module.warn(f"dpkg-query failed (rc={rc}): {err.strip()}; reporting every package as missing")
-        return {}
-    rpm = module.get_bin_path("rpm")
-    if rpm:  # rc is the number of names not installed; only listed packages count
-        return parse_rpm_query(run(module, [rpm, "-q", "--qf", r"%{NAME}\t%{VERSION}-%{RELEASE}\n", "--", *names])[1])
-    return {}
-
-
-def unit_states(module, names):
-    systemctl = module.get_bin_path("systemctl")
-    if not systemctl or not os.path.isdir(SYSTEMD_RUN_DIR):
-        return {name: dict(UNKNOWN_UNIT) for name in names}
-    argv = [systemctl, "show", f"--property={','.join(UNIT_PROPERTIES)}", "--", *map(unit_query_name, names)]
-    rc, out, err = run(module, argv)
-    problem = f"rc={rc}: {err.strip()}"
-    if rc == 0:
-        try:
-            return parse_systemctl_show(out, names)
-        except ValueError as exc:
-            problem = str(exc)
-    module.warn(f"cannot read the units with systemctl show ({problem}); reporting every unit as absent")
-    return {name: dict(UNKNOWN_UNIT) for name in names}
 
 
 def main():

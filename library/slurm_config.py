@@ -96,6 +96,11 @@ changes:
     after:
       description: New text.
       type: str
+managed:
+  description: Absolute path of every file given, written or not (what a settle receipt records).
+  type: list
+  elements: str
+  returned: always
 """
 
 import os
@@ -161,7 +166,8 @@ def main():
             file_args = module.load_file_common_arguments(
                 {"path": path, "owner": spec["owner"], "group": spec["group"], "mode": spec["mode"]})
             changed = module.set_fs_attributes_if_different(file_args, changed)
-    result = {"changed": changed, "written": written, "created": created, "changes": changes}
+    result = {"changed": changed, "written": written, "created": created, "changes": changes,
+              "managed": [os.path.join(params["dir"], spec["name"]) for spec in params["files"]]}
     if diffs:
         result["diff"] = diffs
     module.exit_json(**result)

@@ -233,3 +233,44 @@ def user_state(name):
     except KeyError:
         return None
     return {"uid": entry.pw_uid, "gid": entry.pw_gid, "home": entry.pw_dir, "shell": entry.pw_shell}
+
+
+# The readers below run commands through an AnsibleModule (host_state_info, settle_receipt).
+SYSTEMD_RUN_DIR = "/run/systemd/system"  # exists only where systemd is PID 1 (sd_booted)
+
+
+def run(module, argv):
+    # No ~ or $VAR expansion: the query formats hold ${Package} and the names are data.
+    return module.run_command(argv, expand_user_and_vars=False)
+
+
+def installed_packages(module, names):
+    """{name: version} of the installed ones among names; empty where nothing can be read."""
+    dpkg = module.get_bin_path("dpkg-query")
+    if dpkg:
+        rc, out, err = run(module, [dpkg, "-W", r"-f=${Package}\t${Version}\t${db:Status-Abbrev}\n", "--", *names])
+        if rc in (0, 1):  # 1: some names are unknown, the known ones are still listed
+            return parse_dpkg_query(out)
+        module.warn(f"dpkg-query failed (rc={rc}): {err.strip()}; reporting every package as missing")
+        return {}
+    rpm = module.get_bin_path("rpm")
+    if rpm:  # rc is the number of names not installed; only listed packages count
+        return parse_rpm_query(run(module, [rpm, "-q", "--qf", r"%{NAME}\t%{VERSION}-%{RELEASE}\n", "--", *names])[1])
+    return {}
+
+
+def unit_states(module, names):
+    """{name: unit_state} of systemd units; every one absent (with a warning) where they cannot be read."""
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl or not os.path.isdir(SYSTEMD_RUN_DIR):
+        return {name: dict(UNKNOWN_UNIT) for name in names}
+    argv = [systemctl, "show", f"--property={','.join(UNIT_PROPERTIES)}", "--", *map(unit_query_name, names)]
+    rc, out, err = run(module, argv)
+    problem = f"rc={rc}: {err.strip()}"
+    if rc == 0:
+        try:
+            return parse_systemctl_show(out, names)
+        except ValueError as exc:
+            problem = str(exc)
+    module.warn(f"cannot read the units with systemctl show ({problem}); reporting every unit as absent")
+    return {name: dict(UNKNOWN_UNIT) for name in names}

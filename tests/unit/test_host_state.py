@@ -7,6 +7,7 @@ import os
 import pathlib
 import pwd
 
+import ansible.module_utils.host_state as host_state
 import host_state_info as module
 import pytest
 from ansible.module_utils.basic import AnsibleModule
@@ -267,7 +268,7 @@ def run(args, capsys, monkeypatch, answers=None, tools=("dpkg-query", "systemctl
     monkeypatch.setattr(AnsibleModule, "get_bin_path",
                         lambda self, name, required=False, opt_dirs=None: f"/usr/bin/{name}" if name in tools else None)
     monkeypatch.setattr(AnsibleModule, "warn", lambda self, msg: warned.append(msg))
-    monkeypatch.setattr(module, "SYSTEMD_RUN_DIR", "/" if systemd else "/nonexistent/gpufleet")
+    monkeypatch.setattr(host_state, "SYSTEMD_RUN_DIR", "/" if systemd else "/nonexistent/gpufleet")
     with patch_module_args(args), pytest.raises(SystemExit):
         module.main()
     return json.loads(capsys.readouterr().out), calls, warned
