@@ -21,8 +21,9 @@ from ansible.module_utils.settle import digest, spec_from_results, stable_facts
 CODE_DIRS = ("roles", "playbooks", "library", "module_utils", "filter_plugins", "callback_plugins")
 CODE_FILES = ("ansible.cfg",)
 # Variables of hostvars[host] that are not the host's inputs: connection and run settings (ansible_*),
-# the inventory's location, and the run's own magic variables. `groups` is digested once, whole.
-SKIP_PREFIXES = ("ansible_",)
+# the test harness's own (molecule adds molecule_* to the runs it starts, and a run started by hand lacks
+# them), the inventory's location, and the run's magic variables. `groups` is digested once, whole.
+SKIP_PREFIXES = ("ansible_", "molecule_")
 SKIP_VARS = frozenset({"groups", "inventory_dir", "inventory_file", "inventory_hostname", "inventory_hostname_short",
                        "omit", "playbook_dir", "role_names", "play_hosts"})
 

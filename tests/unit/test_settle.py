@@ -295,3 +295,11 @@ def test_the_settled_plays_of_site_yml_leave_the_settled_hosts_out():
     # slurmdbd and the accounting policy keep state in MariaDB, which no receipt observes.
     assert "gpufleet_settled" not in by_role["slurm_dbd"] + by_role["slurm_accounting"]
     assert plays[-1]["hosts"] == "all:!gpufleet_settled"
+
+
+# The receipt is written under --skip-tags (molecule passes it to every run) because nothing can be
+# skipped by a tag: no task or play of this project carries one.
+def test_no_task_or_play_carries_a_tag():
+    tagged = [str(path.relative_to(ROOT)) for base in ("roles", "playbooks") for path in (ROOT / base).rglob("*.yml")
+              if re.search(r"^\s*-?\s*tags:", path.read_text(), re.MULTILINE)]
+    assert tagged == []
