@@ -114,15 +114,30 @@ def unit_view(state):
             "unit_file_state": state.get("unit_file_state", "unknown")}
 
 
+def _describe(kind, name, before, now):
+    """One difference in words. A file's content is named, never its checksum (the munge key's is one)."""
+    if kind == "paths" and isinstance(before, dict) and isinstance(now, dict):
+        changed = []
+        for key in sorted(set(before) | set(now)):
+            if before.get(key) == now.get(key):
+                continue
+            changed.append("content" if key == "checksum" else f"{key} {before.get(key)} -> {now.get(key)}")
+        return f"path {name}: {', '.join(changed)}"
+    if kind == "units" and isinstance(before, dict) and isinstance(now, dict):
+        return (f"unit {name}: {before.get('active_state')}/{before.get('unit_file_state')} -> "
+                f"{now.get('active_state')}/{now.get('unit_file_state')}")
+    return f"{kind[:-1]} {name}: {_short(before)} -> {_short(now)}"
+
+
 def differences(recorded, observed, limit=5):
-    """Human-readable differences between two observations (``{packages, units, paths, users}``), at most ``limit``."""
+    """Differences between two observations (``{packages, units, paths, users}``) in words, at most ``limit``."""
     found = []
     for kind in ("packages", "units", "paths", "users"):
         before = (recorded or {}).get(kind) or {}
         now = (observed or {}).get(kind) or {}
         for name in sorted(set(before) | set(now)):
             if before.get(name) != now.get(name):
-                found.append(f"{kind[:-1]} {name}: {_short(before.get(name))} -> {_short(now.get(name))}")
+                found.append(_describe(kind, name, before.get(name), now.get(name)))
     if not isinstance(recorded, dict):
         found.insert(0, "no observation recorded")
     return found[:limit] + ([f"and {len(found) - limit} more"] if len(found) > limit else [])

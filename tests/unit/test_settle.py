@@ -303,3 +303,14 @@ def test_no_task_or_play_carries_a_tag():
     tagged = [str(path.relative_to(ROOT)) for base in ("roles", "playbooks") for path in (ROOT / base).rglob("*.yml")
               if re.search(r"^\s*-?\s*tags:", path.read_text(), re.MULTILINE)]
     assert tagged == []
+
+
+def test_a_difference_names_what_changed_and_never_a_checksum():
+    key = "/etc/munge/munge.key"
+    before = {"paths": {key: {"exists": True, "mode": "0400", "checksum": "a" * 40}},
+              "units": {"munge": {"active_state": "active", "unit_file_state": "enabled"}}}
+    now = {"paths": {key: {"exists": True, "mode": "0644", "checksum": "b" * 40}},
+           "units": {"munge": {"active_state": "inactive", "unit_file_state": "enabled"}}}
+    found = differences(before, now)
+    assert found == ["unit munge: active/enabled -> inactive/enabled", f"path {key}: content, mode 0400 -> 0644"]
+    assert not any("a" * 40 in line or "b" * 40 in line for line in found)
