@@ -8,6 +8,7 @@ import pathlib
 
 import ansible.module_utils
 from ansible.errors import AnsibleError
+from jinja2.exceptions import TemplateError
 
 _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
 if _MU not in ansible.module_utils.__path__:
@@ -50,9 +51,12 @@ def _host_inputs(hostvars, host):
     for key in sorted(host_vars.keys()):
         if key in SKIP_VARS or key.startswith(SKIP_PREFIXES):
             continue
+        # Digested inside the try: Ansible 2.19 raises for an undefined value (a group variable that reads
+        # hostvars, which a host's own variables do not hold) as a jinja2 UndefinedError (MarkerError), or
+        # hands back a value that raises only when it is read. Such a variable is digested as its text.
         try:
-            values[key] = host_vars[key]
-        except AnsibleError:  # a value that needs facts or registered results: its text stands in
+            values[key] = digest(host_vars[key])
+        except (AnsibleError, TemplateError):
             if raw is None:
                 raw = hostvars.raw_get(host) if hasattr(hostvars, "raw_get") else {}
             values[key] = ["untemplated", str(raw.get(key))]
@@ -95,7 +99,7 @@ def settle_spec(host_vars):
         if key.startswith("__"):
             try:
                 results[key] = host_vars[key]
-            except AnsibleError:  # a role's internal template, not a registered result
+            except (AnsibleError, TemplateError):  # a role's internal template, not a registered result
                 continue
     return spec_from_results(results)
 

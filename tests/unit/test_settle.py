@@ -8,6 +8,8 @@ import os
 import pathlib
 import re
 import stat
+import subprocess
+import sys
 
 import pytest
 import settle_receipt as module
@@ -314,3 +316,31 @@ def test_a_difference_names_what_changed_and_never_a_checksum():
     found = differences(before, now)
     assert found == ["unit munge: active/enabled -> inactive/enabled", f"path {key}: content, mode 0400 -> 0644"]
     assert not any("a" * 40 in line or "b" * 40 in line for line in found)
+
+
+# The inputs digest on real inventories, through Ansible's own hostvars: node_stack's reads
+# hostvars['localhost'] in a group variable, which a host's own variables cannot resolve (Ansible 2.19
+# raises a jinja2 UndefinedError there); the digest takes its text and is the same run after run.
+INPUTS_PLAY = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - ansible.builtin.import_role: {name: settle, tasks_from: inputs}
+    - ansible.builtin.debug: {msg: "digest={{ settle_run_inputs }}"}
+"""
+
+
+@pytest.mark.parametrize("inventory", ["inventory/lab", "molecule/node_stack/inventory"])
+def test_the_inputs_digest_takes_every_inventory_and_is_stable(tmp_path, inventory):
+    play = tmp_path / "inputs.yml"
+    play.write_text(INPUTS_PLAY)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_ROLES_PATH=str(ROOT / "roles"))
+    digests = []
+    playbook = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
+    for extra in ([], [], ["-e", "cluster_gpu_count=3"]):
+        out = subprocess.run([playbook, "-i", inventory, str(play), *extra],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+        digests.append(re.search(r"digest=([0-9a-f]{64})", out.stdout).group(1))
+    assert digests[0] == digests[1] != digests[2]
