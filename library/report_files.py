@@ -65,30 +65,9 @@ paths:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-
-
-def read(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
-def write(directory, path, data, mode):
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".report-")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+from ansible.module_utils.file_io import read_or_none, write_atomically
 
 
 def main():
@@ -114,18 +93,17 @@ def main():
         module.fail_json(msg=f"files: names must be plain file names, not {bad}")
     paths = [os.path.join(directory, name) for name in names]
     written = []
-    for path, entry in zip(paths, module.params["files"], strict=True):
-        data = entry["content"].encode()
-        if read(path) != data:
-            written.append(path)
-    if written and not module.check_mode:
-        try:
+    try:
+        for path, entry in zip(paths, module.params["files"], strict=True):
+            if read_or_none(path) != entry["content"].encode():
+                written.append(path)
+        if written and not module.check_mode:
             os.makedirs(directory, mode=0o755, exist_ok=True)
             for path, entry in zip(paths, module.params["files"], strict=True):
                 if path in written:
-                    write(directory, path, entry["content"].encode(), mode)
-        except OSError as exc:
-            module.fail_json(msg=f"cannot write the reports in {directory}: {exc}")
+                    write_atomically(module, path, entry["content"].encode(), mode)
+    except OSError as exc:
+        module.fail_json(msg=f"cannot write the reports in {directory}: {exc}")
     module.exit_json(changed=False, written=written, paths=paths)
 
 

@@ -68,10 +68,10 @@ written:
 
 import json
 import os
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.file_io import write_atomically
 from ansible.module_utils.host_state import installed_packages, path_state, unit_states, user_state
 from ansible.module_utils.settle import RECEIPT_VERSION, spec_shape_errors, unit_view, verdict
 
@@ -104,20 +104,11 @@ def read_receipt(path):
         return None
 
 
-def write_receipt(path, receipt):
+def write_receipt(module, path, receipt):
     directory = os.path.dirname(path)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     os.chmod(directory, 0o700)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".settle-")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(receipt, out, sort_keys=True, indent=1)
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    write_atomically(module, path, json.dumps(receipt, sort_keys=True, indent=1).encode(), 0o600)
 
 
 def main():
@@ -156,7 +147,7 @@ def main():
     write = not fresh and not module.check_mode
     if write:
         try:
-            write_receipt(params["path"], {"version": RECEIPT_VERSION, "digest": params["digest"], "spec": spec,
+            write_receipt(module, params["path"], {"version": RECEIPT_VERSION, "digest": params["digest"], "spec": spec,
                                            "observed": observed, "written": now})
         except OSError as exc:
             module.fail_json(msg=f"cannot write the receipt {params['path']}: {exc}")

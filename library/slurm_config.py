@@ -104,28 +104,9 @@ managed:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-
-
-def _read(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-
-
-def _write(module, path, data):
-    fd, tmp = tempfile.mkstemp(prefix=".gpufleet-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        module.atomic_move(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+from ansible.module_utils.file_io import read_or_none, write_atomically
 
 
 def main():
@@ -147,7 +128,7 @@ def main():
     changed = False
     for spec in params["files"]:
         path = os.path.join(params["dir"], spec["name"])
-        old = _read(path)
+        old = read_or_none(path)
         new = spec["content"].encode()
         if old != new:
             written.append(spec["name"])
@@ -161,7 +142,7 @@ def main():
                 changes.append({"name": spec["name"], "before": old.decode(errors="replace"),
                                 "after": spec["content"]})
             if not module.check_mode:
-                _write(module, path, new)
+                write_atomically(module, path, new)
         if old is not None or not module.check_mode:
             file_args = module.load_file_common_arguments(
                 {"path": path, "owner": spec["owner"], "group": spec["group"], "mode": spec["mode"]})
