@@ -327,23 +327,38 @@ def cur_in_service(nodes, where, capacity, pool_set):
 def _batch(decided, current, capacity, in_service, mins, max_unavailable, pool_set):
     """Order moves into batches of at most *max_unavailable*; a pool never drops below its minimum in service.
 
-    Moves queue per source pool (nodes that are not in service anywhere form one unconstrained queue); each
-    batch takes the lowest-keyed heads of the queues that still have room. Returns ``(batches, blocked)``.
+    Nodes that are in no pool (a fresh fleet's nodes, or ones an earlier run left out) take nothing out of
+    service and have nothing to drain: they all join in the first batch, whatever *max_unavailable*, so a
+    fleet's first run is one batch, not one per node. The other moves queue per source pool (nodes that
+    are in a pool but not in service there form one queue); each later batch takes at most
+    *max_unavailable* of the lowest-keyed heads of the queues that still have room.
+    Returns ``(batches, blocked)``.
     """
     queues = {}
+    fresh = []
     for klass, n, dest, reason in decided:
         src = current[n["name"]]
         qkey = src if (capacity[n["name"]] and src in pool_set) else None
         key = (klass, dest, n["leaf"] or "", n["name"])
         move = {"node": n["name"], "from": src, "to": dest, "reason": reason, "leaf": n["leaf"],
                 "gpus": n["gpus"], "batch": None}
+        if src not in pool_set:
+            fresh.append((key, move, capacity[n["name"]]))
+            continue
         queues.setdefault(qkey, []).append((key, move, capacity[n["name"]]))
+    batches = []
+    if fresh:
+        fresh.sort(key=lambda item: item[0])
+        for _key, move, counted in fresh:
+            move["batch"] = 0
+            if counted and move["to"] in pool_set:
+                in_service[move["to"]] += 1
+        batches.append([move for _key, move, _counted in fresh])
     for q in queues.values():
         q.sort(key=lambda item: item[0])
     pos = dict.fromkeys(queues, 0)
     order = sorted(queues, key=lambda k: (k is not None, k or ""))
     remaining = sum(len(q) for q in queues.values())
-    batches = []
     while remaining:
         room = {k: (max_unavailable if k is None else in_service[k] - mins[k]) for k in order}
         heap = [(queues[k][pos[k]][0], i, k) for i, k in enumerate(order)

@@ -151,8 +151,11 @@ def test_batches_never_take_a_pool_below_its_minimum_and_hold_at_most_max_unavai
     def in_service(p):
         return sum(1 for name, pool in where.items() if pool == p and capacity(by_name[name]))
 
-    for batch in result["batches"]:
-        assert 1 <= len(batch) <= policy["max_unavailable"]
+    for index, batch in enumerate(result["batches"]):
+        leaving = [m for m in batch if m["from"] in policy["pools"]]
+        assert batch and len(leaving) <= policy["max_unavailable"]
+        # Nodes in no pool join all together, in the first batch, and only there.
+        assert index == 0 or len(leaving) == len(batch)
         before = {p: in_service(p) for p in policy["pools"]}
         out = {p: sum(1 for m in batch if m["from"] == p and capacity(by_name[m["node"]]))
                for p in policy["pools"]}
@@ -273,7 +276,8 @@ def test_first_run_assigns_every_node_and_keeps_leaves_together():
     assert result["unassigned"] == {"before": 12, "after": 0}
     k8s = sorted(n for n, p in result["targets"].items() if p == "k8s")
     assert {int(n[3:]) // 4 for n in k8s} == {2}  # all three from one leaf
-    assert [len(b) for b in result["batches"]] == [4, 4, 4]
+    # Nodes in no pool take nothing out of service: one batch, whatever max_unavailable.
+    assert [len(b) for b in result["batches"]] == [12]
     assert all(m["reason"].startswith("assign:") for m in result["moves"])
 
 
