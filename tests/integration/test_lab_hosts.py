@@ -12,7 +12,7 @@ pytest.ini's testpaths keep it out of the unit run.
 import pytest
 
 SLURM_HOST_GROUPS = {"slurm_controller", "slurm_dbd", "gpu_nodes"}
-BASE_PACKAGES = ["ca-certificates", "curl", "gnupg", "jq", "rsync", "iproute2", "procps"]
+BASE_PACKAGES = ["ca-certificates", "curl", "jq", "rsync", "iproute2", "procps"]
 MUNGE_SOCKET = "/run/munge/munge.socket.2"
 
 
