@@ -12,8 +12,11 @@ from ansible.module_utils.pool_plan import plan
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ANSIBLE_PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 
+# Two nodes in Kubernetes, two in no pool: the fresh ones join together (batch 0), then one leaves
+# Kubernetes for Slurm (batch 1).
 NODES = [
-    {"name": f"gpu0{i}", "gpus": 2, "leaf": "leaf1" if i < 3 else "leaf2", "healthy": True, "pool": None}
+    {"name": f"gpu0{i}", "gpus": 2, "leaf": "leaf1" if i < 3 else "leaf2", "healthy": True,
+     "pool": "k8s" if i < 3 else None}
     for i in range(1, 5)
 ]
 POLICY = {"pools": {"slurm": {"min": 1, "target": 3}, "k8s": {"min": 1, "target": 1}}, "max_unavailable": 1}
@@ -29,7 +32,7 @@ def run(*args):
 
 def test_check_mode_reports_each_batch_and_reaches_no_node():
     the_plan = plan(NODES, POLICY)
-    assert len(the_plan["batches"]) == 4
+    assert [len(batch) for batch in the_plan["batches"]] == [2, 1]
     result = run("--check", "-e", json.dumps({"test_plan": the_plan}))
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
@@ -37,11 +40,11 @@ def test_check_mode_reports_each_batch_and_reaches_no_node():
     assert re.search(r"localhost\s+: ok=\d+\s+changed=1\s+unreachable=0\s+failed=0", out), out
     assert "no-such-controller" not in out, out
     joining = sorted(m["node"] for m in the_plan["moves"] if m["to"] == "slurm")
-    leaving = [m["node"] for m in the_plan["moves"] if m["to"] == "k8s"]
+    slurm_pool = [n for n, pool in the_plan["targets"].items() if pool == "slurm"]
     for m in the_plan["moves"]:
-        assert f"{m['node']} none->{m['to']}" in out, out
-    assert f"slurm_pool={','.join(joining)} held={','.join(joining)}" in out, out
-    assert leaving and leaving[0] not in joining
+        assert f"{m['node']} {m['from'] or 'none'}->{m['to']}" in out, out
+    assert f"slurm_pool={','.join(slurm_pool)} held={','.join(joining)}" in out, out
+    assert [m["from"] for m in the_plan["moves"]].count("k8s") == 1
 
 
 def test_without_check_the_same_plan_reaches_for_the_controller():
