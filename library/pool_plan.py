@@ -181,8 +181,7 @@ errors:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.pool_plan import normalize_nodes, plan, summary
-from ansible.module_utils.pool_policy import PIN_VAR, validate
+from ansible.module_utils.pool_plan import PlanError, checked_plan
 
 NODE_SPEC = {
     "name": {"type": "str", "required": True},
@@ -203,18 +202,11 @@ def main():
         },
         supports_check_mode=True,
     )
-    nodes, errors = normalize_nodes(module.params["nodes"])
-    hosts = {n["name"]: ({PIN_VAR: n["pinned"]} if n["pinned"] else {}) for n in nodes}
-    errors += validate(module.params["policy"], hosts)
-    errors += [f"{n['name']}: {PIN_VAR}={n['pinned']!r} conflicts with the node's excluded flag "
-               "(an excluded node is never moved)" for n in nodes if n["pinned"] and n["excluded"]]
-    if errors:
-        module.fail_json(msg="pool policy is invalid:\n" + "\n".join(errors), errors=errors)
     try:
-        result = plan(nodes, module.params["policy"])
-    except ValueError as exc:
-        module.fail_json(msg=f"pool plan failed: {exc}", errors=[str(exc)])
-    module.exit_json(changed=False, summary=summary(result), **result)
+        result = checked_plan(module.params["nodes"], module.params["policy"])
+    except PlanError as exc:
+        module.fail_json(msg=str(exc), errors=exc.errors)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ nodes below its minimum. See docs/pools.md.
 
 import heapq
 
-from ansible.module_utils.pool_policy import PIN_VAR, normalize, resolve_target
+from ansible.module_utils.pool_policy import PIN_VAR, normalize, resolve_target, validate
 
 NODE_KEYS = ("name", "gpus", "leaf", "healthy", "pool", "pinned", "excluded")
 _ASSIGN, _PIN, _REBALANCE = 0, 1, 2
@@ -385,6 +385,34 @@ def _batch(decided, current, capacity, in_service, mins, max_unavailable, pool_s
         remaining -= len(batch)
     blocked = [item[1] for k in order for item in queues[k][pos[k]:]]
     return batches, blocked
+
+
+class PlanError(ValueError):
+    """The nodes or the policy cannot be planned; ``errors`` lists every reason."""
+
+    def __init__(self, message, errors):
+        super().__init__(message)
+        self.errors = errors
+
+
+def checked_plan(nodes, policy):
+    """``plan`` of validated input, with its ``summary``: what the pool_plan module and filter return.
+
+    Every error of the nodes and the policy (pool_policy.validate, pins on excluded nodes) is raised at
+    once as ``PlanError``, before anything is planned.
+    """
+    nodes, errors = normalize_nodes(nodes)
+    hosts = {n["name"]: ({PIN_VAR: n["pinned"]} if n["pinned"] else {}) for n in nodes}
+    errors += validate(policy, hosts)
+    errors += [f"{n['name']}: {PIN_VAR}={n['pinned']!r} conflicts with the node's excluded flag "
+               "(an excluded node is never moved)" for n in nodes if n["pinned"] and n["excluded"]]
+    if errors:
+        raise PlanError("pool policy is invalid:\n" + "\n".join(errors), errors)
+    try:
+        result = plan(nodes, policy)
+    except ValueError as exc:
+        raise PlanError(f"pool plan failed: {exc}", [str(exc)]) from exc
+    return dict(result, summary=summary(result))
 
 
 def summary(result):

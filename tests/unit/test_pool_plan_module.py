@@ -62,3 +62,24 @@ def test_fails_with_every_error_naming_host_and_variable(capsys):
 def test_missing_node_name_is_refused_by_the_argument_spec(capsys):
     rc, out = run({"nodes": [{"gpus": 8}], "policy": POLICY}, capsys)
     assert rc == 1 and "name" in out["msg"]
+
+
+def test_the_filter_returns_what_the_module_returns(capsys):
+    from pools import FilterModule
+
+    _, out = run({"nodes": NODES, "policy": POLICY}, capsys)
+    planned = FilterModule().filters()["pool_plan"](NODES, POLICY)
+    out.pop("invocation", None)
+    assert dict(planned, changed=False) == out
+
+
+def test_the_filter_fails_with_every_error_at_once():
+    from ansible.errors import AnsibleFilterError
+    from pools import FilterModule
+
+    policy = {"pools": {"slurm": {"min": 9, "target": 9}}, "max_unavailable": 0, "excluded": ["gpu99"]}
+    with pytest.raises(AnsibleFilterError) as exc:
+        FilterModule().filters()["pool_plan"](NODES, policy)
+    assert str(exc.value).startswith("pool policy is invalid:")
+    assert "cluster_pools.max_unavailable: must be an integer of at least 1" in str(exc.value)
+    assert "gpu99" in str(exc.value)
