@@ -15,6 +15,7 @@ from ansible.module_utils.fleet_summary import (
     build_summary,
     gate_report_inputs,
     host_facts,
+    list_reports,
     newest_files,
     render_html,
     render_json,
@@ -43,5 +44,6 @@ class FilterModule:
             "fleet_table": _guard(render_table),
             "fleet_json": _guard(render_json),
             "fleet_newest_files": newest_files,
+            "fleet_list_reports": list_reports,
             "fleet_html": _guard(render_html),
         }

@@ -12,8 +12,10 @@ readable gate verdict is ``never gated`` only when every gate report was read; o
 from __future__ import annotations
 
 import datetime
+import fnmatch
 import html
 import json
+import os
 import re
 
 from ansible.module_utils.k8s_state import node_states
@@ -118,6 +120,30 @@ def gpu_view(facts):
     shown = f"{count}/{expected}" if not ok else str(count)
     text = f"{shown}x {', '.join(models)}" if models else f"{shown} GPUs"
     return {"count": count, "expected": expected, "models": models, "text": text, "ok": ok}
+
+
+def list_reports(directory, pattern="gate-*.json"):
+    """What ``find`` (non-recursive, regular files, no hidden ones) says of *directory*, read in-process.
+
+    Returns ``{exists, isdir, files: [{path, mtime}], skipped: {path: why}}``; a directory that cannot be
+    listed is in ``skipped``, so the summary counts its reports as incomplete, never as none.
+    """
+    out = {"exists": False, "isdir": False, "files": [], "skipped": {}}
+    directory = str(directory)
+    try:
+        out["exists"] = os.path.lexists(directory)
+        out["isdir"] = os.path.isdir(directory)
+        if not out["isdir"]:
+            return out
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name.startswith(".") or not fnmatch.fnmatchcase(entry.name, pattern):
+                    continue
+                if entry.is_file(follow_symlinks=False):
+                    out["files"].append({"path": entry.path, "mtime": entry.stat(follow_symlinks=False).st_mtime})
+    except OSError as exc:
+        out["skipped"][directory] = str(exc)[:160]
+    return out
 
 
 def newest_files(files, limit):

@@ -12,6 +12,7 @@ from ansible.module_utils.fleet_summary import (
     gate_report_inputs,
     gpu_view,
     host_facts,
+    list_reports,
     newest_files,
     render_html,
     render_json,
@@ -275,6 +276,35 @@ def test_newest_files_keeps_the_newest_first():
     files = [{"path": "/r/gate-a.json", "mtime": 3.0}, {"path": "/r/gate-b.json", "mtime": 9.0},
              {"path": "/r/gate-c.json", "mtime": 5.0}]
     assert [f["path"] for f in newest_files(files, 2)] == ["/r/gate-b.json", "/r/gate-c.json"]
+
+
+def test_list_reports_says_what_find_would(tmp_path):
+    assert list_reports(tmp_path / "none") == {"exists": False, "isdir": False, "files": [], "skipped": {}}
+    (tmp_path / "plain").write_text("x")
+    assert list_reports(tmp_path / "plain")["isdir"] is False
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "gate-a.json").write_text("{}")
+    (reports / "gate-b.json").write_text("{}")
+    (reports / ".gate-hidden.json").write_text("{}")
+    (reports / "pool-a.json").write_text("{}")
+    (reports / "gate-dir.json").mkdir()
+    (reports / "gate-link.json").symlink_to(reports / "gate-a.json")
+    out = list_reports(reports, "gate-*.json")
+    assert out["exists"] and out["isdir"] and out["skipped"] == {}
+    assert sorted(pathlib.Path(f["path"]).name for f in out["files"]) == ["gate-a.json", "gate-b.json"]
+    assert all(isinstance(f["mtime"], float) for f in out["files"])
+
+
+def test_list_reports_counts_an_unreadable_directory_as_skipped(tmp_path, monkeypatch):
+    import ansible.module_utils.fleet_summary as module
+
+    def refuse(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(module.os, "scandir", refuse)
+    out = list_reports(tmp_path)
+    assert out["isdir"] and out["files"] == [] and str(tmp_path) in out["skipped"]
 
 
 def with_cluster(name, cluster):
