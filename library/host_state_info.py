@@ -43,13 +43,26 @@ options:
       state:
         description:
           - What the path should be. Unset means report only; the path is then never in RV(paths_differ).
+          - C(link) wants a symlink whose text is exactly O(paths[].src) (not resolved, as
+            M(ansible.builtin.file) with O(ansible.builtin.file#module:state=link) writes it); its mode is not compared.
         type: str
-        choices: [file, directory, absent]
+        choices: [file, directory, absent, link]
+      src:
+        description:
+          - The wanted text of a symlink, for O(paths[].state=link); required there, since without it the link differs.
+        type: str
+      resolve:
+        description:
+          - For O(paths[].state=link), compare where the link leads, not its text. The link differs unless it
+            resolves to an existing file, the same one O(paths[].src) resolves to from the link's directory (so a
+            package's own link to the same library, by another name, is right, and a dangling one is not).
+        type: bool
+        default: false
       owner:
-        description: Wanted owner name (compared by name), for O(paths[].state=file) or O(paths[].state=directory).
+        description: Wanted owner name (compared by name), for O(paths[].state=file), C(directory) or C(link).
         type: str
       group:
-        description: Wanted group name (compared by name), for O(paths[].state=file) or O(paths[].state=directory).
+        description: Wanted group name (compared by name), for O(paths[].state=file), C(directory) or C(link).
         type: str
       mode:
         description:
@@ -136,15 +149,17 @@ units:
 paths:
   description:
     - Per path, C(exists), C(type) (file, directory, link, other or absent), C(owner), C(group) (the number
-      where the id has no name), C(mode) (four octal digits) and C(checksum) (SHA-1 when asked for a file);
-      null where they do not apply.
+      where the id has no name), C(mode) (four octal digits), C(checksum) (SHA-1 when asked for a file) and
+      C(target) (a symlink's text); null where they do not apply. Where O(paths[].resolve) asked, also
+      C(resolved), the existing file a link leads to, or null.
   type: dict
   returned: always
   sample: {/etc/munge/munge.key: {exists: true, type: file, owner: munge, group: munge, mode: "0400",
-                                  checksum: 3b7e0f0a8d9c1e4f5a6b7c8d9e0f1a2b3c4d5e6f}}
+                                  checksum: 3b7e0f0a8d9c1e4f5a6b7c8d9e0f1a2b3c4d5e6f, target: null}}
 paths_differ:
   description: >-
-    Paths, in the given order, whose wanted state, owner, group, mode or text (contains, lacks) does not match.
+    Paths, in the given order, whose wanted state, link, owner, group, mode or text (contains, lacks) does not
+    match.
   type: list
   elements: str
   returned: always
@@ -164,6 +179,7 @@ from ansible.module_utils.host_state import (
     installed_packages,
     path_differs,
     path_state,
+    resolved,
     text_differs,
     unit_states,
     user_state,
@@ -173,7 +189,9 @@ from ansible.module_utils.host_state import (
 def main():
     path_options = {
         "path": {"type": "str", "required": True},
-        "state": {"type": "str", "choices": ["file", "directory", "absent"]},
+        "state": {"type": "str", "choices": ["file", "directory", "absent", "link"]},
+        "src": {"type": "str"},
+        "resolve": {"type": "bool", "default": False},
         "owner": {"type": "str"},
         "group": {"type": "str"},
         "mode": {"type": "raw"},
@@ -209,6 +227,9 @@ def main():
             except OSError as exc:
                 module.fail_json(msg=f"cannot inspect {path}: {exc}")
         text = want["contains"] or want["lacks"]
+        if want["resolve"] and want["state"] == "link" and want["src"]:
+            want = dict(want, src_resolved=resolved(os.path.join(os.path.dirname(path), want["src"])))
+            paths[path] = dict(paths[path], resolved=resolved(path) if paths[path]["type"] == "link" else None)
         if path not in differ and (
             path_differs(paths[path], want)
             or (text and text_differs(file_bytes(path), want["contains"], want["lacks"]))

@@ -19,7 +19,8 @@ UNIT_PROPERTIES = ("Id", "LoadState", "ActiveState", "UnitFileState")
 ENABLED_STATES = frozenset({"enabled", "static"})
 UNKNOWN_UNIT = {"exists": False, "active": False, "enabled": False, "active_state": "unknown",
                 "unit_file_state": "unknown"}
-ABSENT_PATH = {"exists": False, "type": "absent", "owner": None, "group": None, "mode": None, "checksum": None}
+ABSENT_PATH = {"exists": False, "type": "absent", "owner": None, "group": None, "mode": None, "checksum": None,
+               "target": None}
 
 
 def parse_dpkg_query(text):
@@ -120,9 +121,10 @@ def file_sha1(path):
 
 
 def path_state(path, want_checksum=False):
-    """``{exists, type, owner, group, mode, checksum}`` of ``path`` without following a final symlink.
+    """``{exists, type, owner, group, mode, checksum, target}`` of ``path`` without following a final symlink.
 
-    ``type`` is file, directory, link, other or absent; unknown owner/group ids come back as the number.
+    ``type`` is file, directory, link, other or absent; unknown owner/group ids come back as the number;
+    ``target`` is a symlink's text as ``readlink`` gives it (not resolved), else ``None``.
     A path under a non-directory is absent; any other ``lstat`` error (permission) is raised. Trailing
     slashes are dropped, since ``lstat('link/')`` would follow the link.
     """
@@ -145,7 +147,14 @@ def path_state(path, want_checksum=False):
         "group": _id_name(grp.getgrgid, st.st_gid),
         "mode": f"{stat.S_IMODE(st.st_mode):04o}",
         "checksum": file_sha1(path) if want_checksum and kind == "file" else None,
+        "target": os.readlink(path.rstrip("/")) if kind == "link" else None,
     }
+
+
+def resolved(path):
+    """The existing file ``path`` resolves to (every link followed), or ``None`` where it does not exist."""
+    real = os.path.realpath(path)
+    return real if os.path.exists(real) else None
 
 
 def mode_int(mode):
@@ -162,23 +171,36 @@ def mode_int(mode):
 
 
 def path_differs(actual, wanted):
-    """Whether ``actual`` (from ``path_state``) differs from ``wanted`` (``state``, ``owner``, ``group``, ``mode``).
+    """Whether ``actual`` (from ``path_state``) differs from ``wanted`` (``state``, ``owner``, ``group``, ``mode``,
+    ``src``).
 
     No wanted ``state`` never differs (report only). ``absent`` differs where the path exists; ``file`` and
     ``directory`` differ unless the path is one (a symlink is neither), or where a given owner, group or mode
-    does not match. A mode that cannot be read as octal always differs.
+    does not match. ``link`` differs unless the path is a symlink whose text is exactly ``src`` (no ``src``
+    always differs), or where a given owner or group does not match; a link's mode is not compared (Linux has
+    none). With ``resolve``, a symlink differs unless it resolves to an existing file, the one ``src`` resolves
+    to from the link's directory (``actual["resolved"]`` and ``wanted["src_resolved"]``, filled in by the
+    caller); its text is then not compared. A mode that cannot be read as octal always differs.
     """
     state = wanted.get("state")
     if state is None:
         return False
     if state == "absent":
         return actual["exists"]
-    if state not in ("file", "directory") or actual["type"] != state:
+    if state not in ("file", "directory", "link") or actual["type"] != state:
         return True
+    if state == "link":
+        if not wanted.get("src"):
+            return True
+        if wanted.get("resolve"):
+            if not actual.get("resolved") or actual["resolved"] != wanted.get("src_resolved"):
+                return True
+        elif actual.get("target") != wanted["src"]:
+            return True
     for key in ("owner", "group"):
         if wanted.get(key) is not None and wanted[key] != actual[key]:
             return True
-    if wanted.get("mode") is not None:
+    if wanted.get("mode") is not None and state != "link":
         want = mode_int(wanted["mode"])
         return want is None or want != int(actual["mode"], 8)
     return False

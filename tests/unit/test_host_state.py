@@ -162,13 +162,14 @@ def tree(tmp_path):
     key.write_bytes(b"hello\n")
     os.chmod(key, 0o400)
     (tmp_path / "link").symlink_to(tmp_path / "etc")
+    (tmp_path / "etc" / "libpmix.so").symlink_to("libpmix.so.2")   # dangling, as Debian 12's would be without libpmix2
     return tmp_path
 
 
 def test_path_state_reads_type_owner_mode_and_stat_checksum(tree):
     key = path_state(str(tree / "etc" / "munge.key"), want_checksum=True)
     assert key == {"exists": True, "type": "file", "owner": ME, "group": key["group"], "mode": "0400",
-                   "checksum": "f572d396fae9206628714fb2ce00f72e94f2258f"}  # sha1sum of "hello\n"
+                   "checksum": "f572d396fae9206628714fb2ce00f72e94f2258f", "target": None}  # sha1sum of "hello\n"
     assert path_state(str(tree / "etc"), want_checksum=True)["checksum"] is None
     assert path_state(str(tree / "etc" / "munge.key"))["checksum"] is None
 
@@ -177,12 +178,14 @@ def test_a_symlink_is_a_link_not_its_target(tree):
     assert path_state(str(tree / "link"))["type"] == path_state(f"{tree / 'link'}/")["type"] == "link"
     assert path_state("/")["type"] == "directory"
     assert path_differs(path_state(str(tree / "link")), {"state": "directory"}) is True
+    assert path_state(str(tree / "link"))["target"] == str(tree / "etc")
+    assert path_state(str(tree / "etc" / "libpmix.so"))["target"] == "libpmix.so.2"   # its text, even dangling
 
 
 def test_a_missing_path_and_a_path_under_a_file_are_absent(tree):
     for path in (tree / "nope", tree / "etc" / "munge.key" / "below"):
         assert path_state(str(path)) == {"exists": False, "type": "absent", "owner": None, "group": None,
-                                         "mode": None, "checksum": None}
+                                         "mode": None, "checksum": None, "target": None}
 
 
 def test_an_unknown_owner_falls_back_to_the_number(tree, monkeypatch):
@@ -213,6 +216,15 @@ def test_an_unknown_owner_falls_back_to_the_number(tree, monkeypatch):
     ("nope", {"state": "directory", "mode": "0755"}, True),
     ("nope", {"state": None, "mode": "0755"}, False),                # no state: report only
     ("etc", {"state": None, "mode": "0700"}, False),
+    ("etc/libpmix.so", {"state": "link", "src": "libpmix.so.2"}, False),
+    ("etc/libpmix.so", {"state": "link", "src": "libpmix.so.2", "owner": ME, "mode": "0644"}, False),  # no mode
+    ("etc/libpmix.so", {"state": "link", "src": "libpmix.so.2.6.2"}, True),   # another text
+    ("etc/libpmix.so", {"state": "link", "src": "./libpmix.so.2"}, True),     # same file, other text
+    ("etc/libpmix.so", {"state": "link"}, True),                              # no src: cannot tell
+    ("etc/libpmix.so", {"state": "link", "src": "libpmix.so.2", "owner": "nosuch-gf-user"}, True),
+    ("etc/libpmix.so", {"state": "file"}, True),
+    ("etc/munge.key", {"state": "link", "src": "munge.key"}, True),          # a file where a link is wanted
+    ("nope", {"state": "link", "src": "x"}, True),
 ])
 def test_path_differs(tree, name, wanted, differs):
     assert path_differs(path_state(str(tree / name)), wanted) is differs
@@ -220,12 +232,14 @@ def test_path_differs(tree, name, wanted, differs):
 
 ACTUAL = st.one_of(
     st.just(path_state("/nonexistent/gpufleet")),
-    st.builds(lambda kind, owner, group, mode: {"exists": True, "type": kind, "owner": owner, "group": group,
-                                                 "mode": f"{mode:04o}", "checksum": None},
+    st.builds(lambda kind, owner, group, mode, target: {"exists": True, "type": kind, "owner": owner, "group": group,
+                                                         "mode": f"{mode:04o}", "checksum": None,
+                                                         "target": target if kind == "link" else None},
               st.sampled_from(["file", "directory", "link", "other"]), st.sampled_from(["root", "munge", "0"]),
-              st.sampled_from(["root", "munge"]), st.integers(0, 0o7777)),
+              st.sampled_from(["root", "munge"]), st.integers(0, 0o7777), st.sampled_from(["a", "b", ""])),
 )
-WANTED = st.fixed_dictionaries({"state": st.sampled_from(["file", "directory", "absent"])}, optional={
+WANTED = st.fixed_dictionaries({"state": st.sampled_from(["file", "directory", "absent", "link"])}, optional={
+    "src": st.sampled_from(["a", "b", ""]),
     "owner": st.sampled_from(["root", "munge"]), "group": st.sampled_from(["root", "munge"]),
     "mode": st.one_of(st.integers(0, 0o7777), st.integers(0, 0o7777).map(lambda m: f"{m:o}"),
                       st.sampled_from(["u+x", "", "0999"]))})
@@ -240,7 +254,9 @@ def test_a_path_reported_right_is_right(actual, wanted):
         return
     assert actual["type"] == wanted["state"]
     assert wanted.get("owner") in (None, actual["owner"]) and wanted.get("group") in (None, actual["group"])
-    if "mode" in wanted:
+    if wanted["state"] == "link":
+        assert wanted["src"] and actual["target"] == wanted["src"]
+    elif "mode" in wanted:
         assert mode_int(wanted["mode"]) == int(actual["mode"], 8)
 
 
@@ -359,3 +375,48 @@ def test_a_path_that_cannot_be_inspected_fails(capsys, monkeypatch, tree):
     monkeypatch.setattr(os, "lstat", denied)
     out, _, _ = run({"paths": [{"path": "/root/secret", "state": "absent"}]}, capsys, monkeypatch)
     assert out["failed"] is True and "cannot inspect /root/secret" in out["msg"]
+
+
+@pytest.fixture
+def pmix(tmp_path):
+    """Debian 12's pmix2/lib as libpmix2 leaves it (the library and its SONAME link) and libpmix-dev adds."""
+    lib = tmp_path / "pmix2" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libpmix.so.2.6.2").write_bytes(b"\x7fELF")
+    (lib / "libpmix.so.2").symlink_to("libpmix.so.2.6.2")
+    return lib
+
+
+@pytest.mark.parametrize(("link", "differs"), [
+    ("libpmix.so.2", False),          # what slurm_common writes
+    ("libpmix.so.2.6.2", False),      # what libpmix-dev ships: the same library by another name
+    (None, True),                     # no link
+    ("libpmix.so.1", True),           # dangling
+    ("../../nowhere", True),
+])
+def test_a_resolved_link_is_right_where_it_leads_to_the_library(capsys, monkeypatch, pmix, link, differs):
+    path = pmix / "libpmix.so"
+    if link:
+        path.symlink_to(link)
+    want = {"path": str(path), "state": "link", "src": "libpmix.so.2", "resolve": True}
+    out, _, _ = run({"paths": [want]}, capsys, monkeypatch)
+    assert (out["paths_differ"] == [str(path)]) is differs
+    assert out["paths"][str(path)]["resolved"] == (None if differs else str(pmix / "libpmix.so.2.6.2"))
+    # By text (no resolve), only the exact text is right.
+    out, _, _ = run({"paths": [dict(want, resolve=False)]}, capsys, monkeypatch)
+    assert (out["paths_differ"] == [str(path)]) is (link != "libpmix.so.2")
+
+
+def test_a_resolved_link_differs_where_its_library_is_missing(capsys, monkeypatch, pmix):
+    (pmix / "libpmix.so").symlink_to("libpmix.so.2")
+    (pmix / "libpmix.so.2.6.2").unlink()
+    want = {"path": str(pmix / "libpmix.so"), "state": "link", "src": "libpmix.so.2", "resolve": True}
+    out, _, _ = run({"paths": [want]}, capsys, monkeypatch)
+    assert out["paths_differ"] == [str(pmix / "libpmix.so")]
+
+
+def test_a_file_where_a_resolved_link_is_wanted_differs(capsys, monkeypatch, pmix):
+    (pmix / "libpmix.so").write_bytes(b"\x7fELF")
+    want = {"path": str(pmix / "libpmix.so"), "state": "link", "src": "libpmix.so.2", "resolve": True}
+    out, _, _ = run({"paths": [want]}, capsys, monkeypatch)
+    assert out["paths_differ"] == [str(pmix / "libpmix.so")]
