@@ -88,9 +88,32 @@ def combine(results: Iterable[Mapping], figures: Mapping | None = None) -> dict:
 
 
 def fmt_gbps(value: float) -> str:
-    """Format a bandwidth for a reason string: 5.4, 98, 465.3 (no trailing .0)."""
+    """Format a rate that is compared with nothing (a NIC speed in a message): 5.4, 98, 465.3."""
     text = f"{value:.1f}"
     return text[:-2] if text.endswith(".0") else text
+
+
+def fmt_figures(value, limit, decimals: int = 2, most: int = 9) -> tuple[str, str]:
+    """Texts of a measured figure and the threshold it is judged against, with the same number of
+    decimals: two, or more where two would print different numbers alike. A reason must show the
+    comparison it states, so ``0.996 < 1`` prints ``0.996 < 1.000``, never ``1.00 < 1.00`` (rounding is
+    monotone: the first precision that tells them apart keeps their order). Either may be None (``""``).
+    """
+    if value is None or limit is None:
+        return ("" if value is None else f"{float(value):.{decimals}f}",
+                "" if limit is None else f"{float(limit):.{decimals}f}")
+    value, limit = float(value), float(limit)
+    for places in range(decimals, most + 1):
+        texts = (f"{value:.{places}f}", f"{limit:.{places}f}")
+        if texts[0] != texts[1] or value == limit:
+            return texts
+    return repr(value), repr(limit)
+
+
+def below(what: str, value, limit, unit: str) -> str:
+    """``"<what> 0.94 Gb/s < 1.00 Gb/s"``: a FAIL reason for a figure under its threshold."""
+    shown, bound = fmt_figures(value, limit)
+    return f"{what} {shown} {unit} < {bound} {unit}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -287,7 +310,7 @@ def nccl_verdict(
     elif perf.get("unchecked"):
         checks.append(verdict(ERROR, f"nccl: {perf['unchecked']} #wrong cells N/A (results not all checked)"))
     if busbw < min_busbw_gbps:
-        checks.append(verdict(FAIL, f"nccl: busbw {fmt_gbps(busbw)} GB/s < {fmt_gbps(min_busbw_gbps)} GB/s"))
+        checks.append(verdict(FAIL, below("nccl: busbw", busbw, min_busbw_gbps, "GB/s")))
     return combine(checks, figures)
 
 
@@ -373,7 +396,10 @@ def blame(first_pass, second_pass, known_good: Iterable[str] = ()) -> dict:
     * a node that failed with a known-good partner (either pass): FAIL;
     * a suspect that passed with its known-good partner: PASS (its first-pass partner is to blame);
     * both nodes of a failed pair passing with known-good partners: ERROR (inconclusive, retried);
-    * a suspect without a known-good partner or second-pass result, or in an ERROR pair: ERROR.
+    * a suspect without a known-good partner or second-pass result: ERROR;
+    * an ERROR pair (the test broke) is judged by its re-run in the second pass: PASS passes both; FAIL
+      blames a node whose partner is known good and otherwise blames nobody (ERROR); a re-run that broke
+      too, or never ran, leaves both ERROR.
 
     Known-good partners are trusted: a suspect that fails with one is blamed.
     Returns ``{node: {"verdict", "reason"}}`` for every node named in the first pass.
@@ -392,6 +418,18 @@ def blame(first_pass, second_pass, known_good: Iterable[str] = ()) -> dict:
                 out[node] = {"verdict": PASS, "reason": ""}
             elif status == ERROR and node not in out:
                 out[node] = {"verdict": ERROR, "reason": f"pair: test {a},{b} broke; re-run"}
+    good = set(plan["good"])
+    for a, b in plan["rerun"]:
+        result = second_result(a, b)
+        for node, partner in ((a, b), (b, a)):
+            if result == PASS or (result == FAIL and node in good):  # a good node's fault was its partner's
+                out[node] = {"verdict": PASS, "reason": ""}
+            elif result == FAIL:
+                out[node] = ({"verdict": FAIL, "reason": f"pair: re-run failed with known-good {partner}"}
+                             if partner in good else
+                             {"verdict": ERROR, "reason": f"pair: {a},{b} broke, then failed; no known-good partner"})
+            elif result in (None, ERROR) and out.get(node, {}).get("verdict") != PASS:
+                out[node] = {"verdict": ERROR, "reason": f"pair: test {a},{b} broke twice; re-run the gate"}
     for node, reason in plan["blamed"].items():
         out[node] = {"verdict": FAIL, "reason": reason}
     for node in plan["unresolved"]:
@@ -486,8 +524,7 @@ def rdma_ports_verdict(
                 errors.append(f"{label} rate not reported (ibv_devinfo needs -v)")
             elif rate < float(expected_rate_gbps):
                 width = f" ({p['width']})" if p.get("width") else ""
-                problems.append(f"{label} rate {fmt_gbps(rate)} < {fmt_gbps(float(expected_rate_gbps))} Gb/s"
-                                + width)
+                problems.append(below(f"{label} rate", rate, expected_rate_gbps, "Gb/s") + width)
     figures = {
         "ports": [{k: p.get(k) for k in ("ca", "port", "state", "physical_state", "rate_gbps", "link_layer")}
                   for p in checked],
@@ -508,7 +545,7 @@ def ib_write_bw_verdict(parsed: Mapping, min_gbps: float) -> dict:
     bw = parsed["bw_avg_gbps"]
     figures = {"ib_write_bw_gbps": bw, "ib_write_bw_min_gbps": min_gbps, "device": parsed.get("device")}
     if bw < float(min_gbps):
-        reason = f"rdma: ib_write_bw {fmt_gbps(bw)} Gb/s < {fmt_gbps(float(min_gbps))} Gb/s"
+        reason = below("rdma: ib_write_bw", bw, min_gbps, "Gb/s")
         return verdict(FAIL, reason, figures)
     return verdict(PASS, "", figures)
 

@@ -3,8 +3,11 @@ filter_plugins/gate_rows.py expose (verdict logic of each gate in gate.py).
 
 A *row* is one gate's result on one node, the unit of the report and of the verdict::
 
-    {"node": "gpu02", "gate": "nccl", "verdict": "FAIL", "figure": "5.5GB/s", "threshold": "98GB/s",
-     "reason": "nccl: busbw 5.5 GB/s < 98 GB/s", "partner": None}
+    {"node": "gpu02", "gate": "nccl", "verdict": "FAIL", "figure": "5.50GB/s", "threshold": "98.00GB/s",
+     "reason": "nccl: busbw 5.50 GB/s < 98.00 GB/s", "partner": None}
+
+A figure and its threshold print with the same number of decimals, enough to show how they compare
+(gate.fmt_figures).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 
-from ansible.module_utils.gate import ERROR, FAIL, PASS, VERDICTS, blame, fmt_gbps
+from ansible.module_utils.gate import ERROR, FAIL, PASS, VERDICTS, below, blame, fmt_figures
 from ansible.module_utils.node_reason import make_reason, parse_reason
 
 # Reason kinds a gate may lift: a join's hold and an earlier gate's FAIL. A `move` is the pool executor's.
@@ -27,9 +30,10 @@ def _num(value):
         return None
 
 
-def _gbps(value, unit):
-    number = _num(value)
-    return "" if number is None else f"{fmt_gbps(number)}{unit}"
+def _gbps(value, limit, unit):
+    """The row's figure and threshold texts: ``("5.50GB/s", "98.00GB/s")`` (``""`` where not a number)."""
+    shown, bound = fmt_figures(_num(value), _num(limit))
+    return (f"{shown}{unit}" if shown else ""), (f"{bound}{unit}" if bound else "")
 
 
 def gate_row(result, gate, node, partner=None, threshold=None):
@@ -47,18 +51,16 @@ def gate_row(result, gate, node, partner=None, threshold=None):
                 "reason": f"{gate}: {msg}", "partner": partner}
     figure = threshold_text = ""
     if gate.startswith("nccl"):
-        figure = _gbps(figures.get("busbw_large_gbps"), "GB/s")
-        threshold_text = _gbps(figures.get("min_busbw_gbps"), "GB/s")
+        figure, threshold_text = _gbps(figures.get("busbw_large_gbps"), figures.get("min_busbw_gbps"), "GB/s")
     elif gate.startswith("tcp"):
-        figure = _gbps(figures.get("tcp_gbps"), "Gb/s")
-        threshold_text = _gbps(figures.get("tcp_min_gbps"), "Gb/s")
+        figure, threshold_text = _gbps(figures.get("tcp_gbps"), figures.get("tcp_min_gbps"), "Gb/s")
     elif gate == "gpu":
         if figures.get("gpu_count") is not None:
             figure = f"{figures['gpu_count']} GPUs"
     elif gate == "rdma":
         if figures.get("active") is not None:
             figure = f"{figures['active']} ports up"
-        threshold_text = _gbps(figures.get("expected_rate_gbps"), "Gb/s")
+        threshold_text = _gbps(None, figures.get("expected_rate_gbps"), "Gb/s")[1]
     return {"node": node, "gate": gate, "verdict": status, "figure": figure,
             "threshold": str(threshold_text if threshold is None else threshold),
             "reason": result.get("reason") or "", "partner": partner}
@@ -97,11 +99,11 @@ def gate_tcp_result(stdout, rc, min_gbps):
         bps = float(data["end"]["sum_received"]["bits_per_second"])
     except (KeyError, TypeError, ValueError):
         return {"verdict": ERROR, "reason": "tcp: iperf3 JSON has no end.sum_received", "figures": figures}
-    gbps = round(bps / 1e9, 2)
-    figures["tcp_gbps"] = gbps
+    # Judged on the measured figure, not a rounded one (0.996 is below 1).
+    gbps = bps / 1e9
+    figures["tcp_gbps"] = round(gbps, 6)
     if gbps < float(min_gbps):
-        return {"verdict": FAIL, "figures": figures,
-                "reason": f"tcp: {fmt_gbps(gbps)} Gb/s < {fmt_gbps(float(min_gbps))} Gb/s"}
+        return {"verdict": FAIL, "figures": figures, "reason": below("tcp:", gbps, min_gbps, "Gb/s")}
     return {"verdict": PASS, "reason": "", "figures": figures}
 
 

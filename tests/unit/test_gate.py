@@ -48,7 +48,7 @@ def test_gh200_bad_run_fails_on_large_message_busbw(perf):
     result = gate.nccl_verdict(perf("multinode_gh200_bad_cxi_hook_disabled_cscs"),
                                profile["nccl_pair_min_busbw_gbps"])
     assert result["verdict"] == FAIL
-    assert result["reason"] == "nccl: busbw 5.5 GB/s < 98 GB/s"
+    assert result["reason"] == "nccl: busbw 5.48 GB/s < 98.00 GB/s"
     # The sweep stopped at 128 MiB (< 1 GiB): the two largest sizes were used.
     assert result["figures"]["sizes_used"] == [64 << 20, 128 << 20]
 
@@ -209,7 +209,7 @@ def test_ibstat_named_active_port_at_rate_passes(fixture_output):
 def test_ibstat_port_below_expected_rate_fails(fixture_output):
     ports = parse_ibstat(fixture_output("ibstat_hdr_cx6_one_active_one_disabled.txt"))
     result = gate.rdma_ports_verdict(ports, ["mlx5_0:1"], 400)
-    assert result["reason"] == "rdma: mlx5_0/1 rate 200 < 400 Gb/s"
+    assert result["reason"] == "rdma: mlx5_0/1 rate 200.00 Gb/s < 400.00 Gb/s"
 
 
 def test_missing_expected_hca_fails(fixture_output):
@@ -229,7 +229,7 @@ def test_ib_write_bw_against_threshold(fixture_output):
     parsed = parse_ib_write_bw(fixture_output("ib_write_bw_client_roce_100g_cx5_deepops.txt"))
     assert gate.ib_write_bw_verdict(parsed, 90)["verdict"] == PASS
     result = gate.ib_write_bw_verdict(parsed, 95)
-    assert result["reason"] == "rdma: ib_write_bw 92.4 Gb/s < 95 Gb/s"
+    assert result["reason"] == "rdma: ib_write_bw 92.40 Gb/s < 95.00 Gb/s"
 
 
 # ----------------------------------------------------------------------------------------- GPU
@@ -319,6 +319,27 @@ def test_missing_second_pass_result_is_an_error():
     result = gate.blame({"a,b": FAIL}, {"a,g": FAIL}, known_good=["g"])
     assert result["a"]["verdict"] == FAIL
     assert result["b"] == {"verdict": ERROR, "reason": "pair: re-test with g did not complete"}
+
+
+def test_a_broken_pair_is_judged_by_its_re_run():
+    first = {"a,b": ERROR}
+    assert gate.propose_retests(first)["rerun"] == [["a", "b"]]
+    passed = gate.blame(first, {"a,b": PASS})
+    assert {n: r["verdict"] for n, r in passed.items()} == {"a": PASS, "b": PASS}
+
+
+def test_a_broken_pair_that_fails_on_re_run_blames_only_beside_a_known_good_partner():
+    blamed = gate.blame({"a,g": ERROR}, {"a,g": FAIL}, known_good=["g"])
+    assert blamed["a"] == {"verdict": FAIL, "reason": "pair: re-run failed with known-good g"}
+    assert blamed["g"]["verdict"] == PASS
+    unknown = gate.blame({"a,b": ERROR}, {"a,b": FAIL})
+    assert {n: r["verdict"] for n, r in unknown.items()} == {"a": ERROR, "b": ERROR}
+
+
+@pytest.mark.parametrize("second", [{}, {"a,b": ERROR}])
+def test_a_pair_that_breaks_twice_stays_an_error(second):
+    result = gate.blame({"a,b": ERROR}, second)
+    assert {n: r["verdict"] for n, r in result.items()} == {"a": ERROR, "b": ERROR}
 
 
 def test_retest_rounds_never_use_a_node_twice():

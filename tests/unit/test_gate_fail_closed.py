@@ -373,12 +373,12 @@ def test_rdma_eight_ndr_ports_pass_against_the_profile(run, capture):
 def test_rdma_rate_from_the_profile_200_of_400_fails(run, capture):
     text = capture(IBSTAT8).replace("Rate: 400\n\t\tBase lid: 103", "Rate: 200\n\t\tBase lid: 103")
     result = rdma(run, text)
-    assert result["verdict"] == FAIL and result["reason"] == "rdma: mlx5_3/1 rate 200 < 400 Gb/s"
+    assert result["verdict"] == FAIL and result["reason"] == "rdma: mlx5_3/1 rate 200.00 Gb/s < 400.00 Gb/s"
 
 
 def test_rdma_port_trained_1x_fails_naming_the_width(run, capture):
     result = rdma(run, capture(IBV_1X), tool="ibv_devinfo", devices=["mlx5_0", "mlx5_1"])
-    assert result["verdict"] == FAIL and result["reason"] == "rdma: mlx5_1/1 rate 100 < 400 Gb/s (1X)"
+    assert result["verdict"] == FAIL and result["reason"] == "rdma: mlx5_1/1 rate 100.00 Gb/s < 400.00 Gb/s (1X)"
 
 
 def test_rdma_ethernet_port_on_an_infiniband_fabric_fails(run, capture):

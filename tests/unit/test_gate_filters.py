@@ -22,13 +22,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 HOLD = "gpufleet:hold,to=slurm,run=molecule,joining"
-NCCL_FAIL = {"verdict": "FAIL", "reason": "nccl: busbw 5.5 GB/s < 98 GB/s",
+NCCL_FAIL = {"verdict": "FAIL", "reason": "nccl: busbw 5.48 GB/s < 98.00 GB/s",
              "figures": {"busbw_large_gbps": 5.48, "min_busbw_gbps": 98.0}}
 NCCL_PASS = {"verdict": "PASS", "reason": "", "figures": {"busbw_large_gbps": 115.13, "min_busbw_gbps": 98.0}}
 
 
 def _pair(a, b, verdict, figure="115.1GB/s"):
-    reason = "" if verdict == "PASS" else ("nccl: busbw 5.5 GB/s < 98 GB/s" if verdict == "FAIL" else "nccl: timed out")
+    failed = "nccl: busbw 5.48 GB/s < 98.00 GB/s"
+    reason = "" if verdict == "PASS" else (failed if verdict == "FAIL" else "nccl: timed out")
     return {"nodes": [a, b], "verdict": verdict, "reason": reason, "figure": figure, "threshold": "98GB/s"}
 
 
@@ -59,7 +60,7 @@ def test_every_node_is_in_some_pair_and_no_pair_repeats_a_node(nodes):
 
 def test_nccl_row_carries_figure_and_threshold():
     row = gate_row(NCCL_FAIL, "nccl", "gpu02")
-    assert (row["verdict"], row["figure"], row["threshold"]) == ("FAIL", "5.5GB/s", "98GB/s")
+    assert (row["verdict"], row["figure"], row["threshold"]) == ("FAIL", "5.48GB/s", "98.00GB/s")
 
 
 def test_a_result_without_verdict_is_an_error_row_never_a_pass():
@@ -72,7 +73,7 @@ def test_tcp_result_passes_and_fails_on_the_received_rate():
     slow = json.dumps({"end": {"sum_received": {"bits_per_second": 2e9}}})
     assert gate_tcp_result(good, 0, 10)["verdict"] == "PASS"
     result = gate_tcp_result(slow, 0, 10)
-    assert result["verdict"] == "FAIL" and result["reason"] == "tcp: 2 Gb/s < 10 Gb/s"
+    assert result["verdict"] == "FAIL" and result["reason"] == "tcp: 2.00 Gb/s < 10.00 Gb/s"
 
 
 @pytest.mark.parametrize("stdout,rc", [("", 1), ('{"error": "unable to connect to server"}', 1), ("{}", 0)])
@@ -83,7 +84,8 @@ def test_a_broken_iperf3_run_is_an_error(stdout, rc):
 def test_pass_results_judge_each_pair_of_a_registered_loop():
     loop = [{"item": ["a", "b"], "rc": 0, "stdout": json.dumps({"end": {"sum_received": {"bits_per_second": 5e9}}})}]
     (result,) = gate_pass_results(loop, "tcp", 1.0)
-    assert result == {"nodes": ["a", "b"], "verdict": "PASS", "reason": "", "figure": "5Gb/s", "threshold": "1Gb/s"}
+    assert result == {"nodes": ["a", "b"], "verdict": "PASS", "reason": "",
+                      "figure": "5.00Gb/s", "threshold": "1.00Gb/s"}
 
 
 def test_pair_rows_blame_the_node_that_fails_with_a_known_good_partner():
@@ -92,7 +94,7 @@ def test_pair_rows_blame_the_node_that_fails_with_a_known_good_partner():
     rows = {r["node"]: r for r in gate_pair_rows(first, second, [], "nccl_pair", ["a", "b", "c", "d"])}
     assert {n: r["verdict"] for n, r in rows.items()} == {"a": "PASS", "b": "FAIL", "c": "PASS", "d": "PASS"}
     assert (rows["b"]["figure"], rows["b"]["partner"]) == ("5.5GB/s", "d")
-    assert gate_reason_detail(rows["b"]) == "nccl_pair:busbw_5.5GB/s_below_98GB/s_with_d"
+    assert gate_reason_detail(rows["b"]) == "nccl_pair:busbw_5.48GB/s_below_98.00GB/s_with_d"
 
 
 def test_pair_rows_make_an_error_pair_an_error_for_both_nodes():
@@ -122,7 +124,7 @@ def test_fail_drains_with_the_gate_and_the_figure_within_the_reason_limits():
     verdicts = {"gpu02": gate_row(NCCL_FAIL, "nccl", "gpu02")}
     (action,) = gate_slurm_actions(verdicts, _views(gpu02=HOLD), "20260121T100000")
     assert action["action"] == "drain"
-    assert action["reason"] == "gpufleet:gate,to=slurm,run=20260121T100000,nccl:busbw_5.5GB/s_below_98GB/s"
+    assert action["reason"] == "gpufleet:gate,to=slurm,run=20260121T100000,nccl:busbw_5.48GB/s_below_98.00GB/s"
     assert parse_reason(action["reason"])["kind"] == "gate" and len(action["reason"]) <= 96
 
 
@@ -152,5 +154,5 @@ def test_nodes_slurm_does_not_know_are_left_out():
 def test_table_lines_up_columns_and_adds_the_reason_of_a_non_pass():
     lines = gate_table([gate_row(NCCL_FAIL, "nccl", "gpu02"), gate_row(NCCL_PASS, "nccl", "gpu01")])
     assert lines[0].split() == ["node", "gate", "figure", "threshold", "verdict"]
-    assert lines[1].split()[:5] == ["gpu02", "nccl", "5.5GB/s", "98GB/s", "FAIL"] and "busbw" in lines[1]
-    assert lines[2].split() == ["gpu01", "nccl", "115.1GB/s", "98GB/s", "PASS"]
+    assert lines[1].split()[:5] == ["gpu02", "nccl", "5.48GB/s", "98.00GB/s", "FAIL"] and "busbw" in lines[1]
+    assert lines[2].split() == ["gpu01", "nccl", "115.13GB/s", "98.00GB/s", "PASS"]

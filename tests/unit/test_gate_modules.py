@@ -82,7 +82,7 @@ def test_nccl_pair_socket_fallback_and_low_busbw_fail_with_both_reasons(run, cap
                              "command": ["srun", "-N2", "all_reduce_perf", "-b", "8", "-e", "128M"]},
                  {"srun": (0, capture(SOCKET, GH200_BAD), "")})
     assert result["verdict"] == "FAIL"
-    assert result["reason"] == ("nccl: busbw 5.5 GB/s < 98 GB/s; "
+    assert result["reason"] == ("nccl: busbw 5.48 GB/s < 98.00 GB/s; "
                                 "nccl: transport socket (13 channels), expected IB")
     f = result["figures"]
     assert (f["profile"], f["min_busbw_gbps"], f["transport"], f["wrong"]) == ("gh200_x4", 98.0, "socket", 0)
@@ -184,7 +184,7 @@ def test_nccl_gate_runs_the_replay_double_for_real(monkeypatch, capsys):
         nccl_gate.main()
     result = json.loads(capsys.readouterr().out)
     assert result["verdict"] == "FAIL" and result["figures"]["rc"] == 0
-    assert result["reason"].startswith("nccl: busbw 5.5 GB/s < 98 GB/s")
+    assert result["reason"].startswith("nccl: busbw 5.48 GB/s < 98.00 GB/s")
 
 
 def test_replay_double_exit_code_without_results_gives_error(monkeypatch, capsys):
@@ -230,7 +230,7 @@ def test_rdma_pairwise_ib_write_bw_against_threshold(run, capture):
     passed = run(rdma_gate, {**args, "min_ib_write_bw_gbps": 90}, replies)
     assert passed["verdict"] == "PASS" and passed["figures"]["ib_write_bw_gbps"] == 92.4
     failed = run(rdma_gate, {**args, "min_ib_write_bw_gbps": 95}, replies)
-    assert failed["reason"] == "rdma: ib_write_bw 92.4 Gb/s < 95 Gb/s"
+    assert failed["reason"] == "rdma: ib_write_bw 92.40 Gb/s < 95.00 Gb/s"
     assert failed["checks"]["ports"]["verdict"] == "PASS"
 
 
