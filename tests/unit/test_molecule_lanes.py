@@ -16,6 +16,7 @@ lanes = importlib.util.module_from_spec(_spec)
 _loader.exec_module(lanes)
 
 STEP = "\x1b[36mINFO    \x1b[0m \x1b[32mhealth_gate\x1b[0m \u279c \x1b[33m{step}\x1b[0m: Executing"
+FAILED_STEP = "\x1b[31mERROR   \x1b[0m \x1b[32mhealth_gate\x1b[0m \u279c \x1b[33m{step}\x1b[0m: Executed: Failed"
 DESTROY_FAIL = """
 TASK [Remove the lab] **********************************************************
 fatal: [localhost]: FAILED! =>
@@ -77,8 +78,8 @@ IDEMPOTENCE = """
 
 
 def _log(step, body):
-    return "\n".join([STEP.format(step="create"), STEP.format(step=step), body, STEP.format(step="destroy"),
-                      DESTROY_FAIL])
+    return "\n".join([STEP.format(step="create"), STEP.format(step=step), body, FAILED_STEP.format(step=step),
+                      STEP.format(step="destroy"), DESTROY_FAIL])
 
 
 def test_a_failed_assertion_names_the_verify_step_the_task_and_its_message():
@@ -139,3 +140,11 @@ def test_a_failure_a_block_rescued_is_not_the_one_reported():
     assert (found["kind"], found["task"]) == ("assert", "Assert gpu01 was admitted again")
     alone = lanes.failure_summary(_log("converge", RESCUED) + "\nCRITICAL Ansible return code was 2\n")
     assert alone["kind"] == "molecule"
+
+
+def test_a_real_lanes_log_names_the_verify_task_that_gave_up():
+    text = (ROOT / "tests" / "fixtures" / "molecule_lanes" / "pool_rebalance_verify_until_failed.log").read_text()
+    found = lanes.failure_summary(text)
+    assert (found["step"], found["kind"], found["host"]) == ("verify", "task", "localhost -> ctl1")
+    assert found["task"] == "Watch for the node that drains"
+    assert found["message"] == "until not met after 60 attempts (rc 0)"
