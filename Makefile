@@ -57,7 +57,15 @@ else
 	scripts/molecule_lanes --all "$(SCENARIOS)" $(LANES)
 endif
 
-test: lint unit molecule ## Everything CI runs
+# The lanes are the long pole (tens of minutes); lint and the unit tests run beside them (one core,
+# mostly while the lanes build their base images and converge), and the target fails if any of the three
+# failed, after all three have finished.
+test: venv ## Everything CI runs: the molecule lanes, with lint and the unit tests beside them
+	$(MAKE) --no-print-directory molecule & lanes=$$!; \
+	checks=0; $(MAKE) --no-print-directory --keep-going lint unit || checks=$$?; \
+	molecule=0; wait $$lanes || molecule=$$?; \
+	echo "make test: lint and unit rc $$checks, molecule lanes rc $$molecule"; \
+	[ $$checks -eq 0 ] && [ $$molecule -eq 0 ]
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .cache .pytest_cache .ruff_cache .hypothesis
