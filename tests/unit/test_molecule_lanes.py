@@ -148,3 +148,12 @@ def test_a_real_lanes_log_names_the_verify_task_that_gave_up():
     assert (found["step"], found["kind"], found["host"]) == ("verify", "task", "localhost -> ctl1")
     assert found["task"] == "Watch for the node that drains"
     assert found["message"] == "until not met after 60 attempts (rc 0)"
+
+
+def test_a_real_assertion_molecule_folded_past_yaml_still_gives_its_condition_and_message():
+    text = (ROOT / "tests" / "fixtures" / "molecule_lanes" / "maintenance_verify_assert_folded.log").read_text()
+    found = lanes.failure_summary(text)
+    assert (found["step"], found["kind"], found["host"]) == ("verify", "assert", "localhost")
+    assert found["task"] == "Assert the run waits for the node's job"
+    assert found["message"].startswith("assertion: verify_run_log_now.stdout_lines | select('search', verify_waiting)")
+    assert ": the run never waited for gpu04" in found["message"]
