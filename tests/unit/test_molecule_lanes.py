@@ -142,17 +142,20 @@ def test_a_failure_a_block_rescued_is_not_the_one_reported():
     assert alone["kind"] == "molecule"
 
 
+def _real(name):
+    """failure_summary of a real lanes log kept in tests/fixtures/molecule_lanes."""
+    return lanes.failure_summary((ROOT / "tests" / "fixtures" / "molecule_lanes" / name).read_text())
+
+
 def test_a_real_lanes_log_names_the_verify_task_that_gave_up():
-    text = (ROOT / "tests" / "fixtures" / "molecule_lanes" / "pool_rebalance_verify_until_failed.log").read_text()
-    found = lanes.failure_summary(text)
+    found = _real("pool_rebalance_verify_until_failed.log")
     assert (found["step"], found["kind"], found["host"]) == ("verify", "task", "localhost -> ctl1")
     assert found["task"] == "Watch for the node that drains"
     assert found["message"] == "until not met after 60 attempts (rc 0)"
 
 
 def test_a_real_assertion_molecule_folded_past_yaml_still_gives_its_condition_and_message():
-    text = (ROOT / "tests" / "fixtures" / "molecule_lanes" / "maintenance_verify_assert_folded.log").read_text()
-    found = lanes.failure_summary(text)
+    found = _real("maintenance_verify_assert_folded.log")
     assert (found["step"], found["kind"], found["host"]) == ("verify", "assert", "localhost")
     assert found["task"] == "Assert the run waits for the node's job"
     assert found["message"].startswith("assertion: verify_run_log_now.stdout_lines | select('search', verify_waiting)")
