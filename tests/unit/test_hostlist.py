@@ -1,6 +1,5 @@
 """Hostlist folding and expansion (module_utils/hostlist.py, filter_plugins/hostlist.py)."""
 
-import time
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -93,13 +92,12 @@ def test_fast_path_applies_to_uniform_names():
     assert _fast_fold({"gpu0001", "gpu0002"}) == "gpu[0001-0002]"
 
 
-def test_fold_10000_names_well_under_one_second():
+def test_fold_10000_names_gives_one_range_of_every_other_number():
+    # Its speed is bench/scale_logic's figure (beside ClusterShell's), not an assertion: it moves with load.
     names = [f"gpu{i:05d}" for i in range(0, 20000, 2)]
-    start = time.perf_counter()
     folded = hostlist_fold(names)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.25, f"folding 10,000 names took {elapsed:.3f}s"
     assert hostlist_count(folded) == 10000
+    assert sorted(hostlist_expand(folded)) == names
 
 
 def test_filter_map_exposes_the_three_filters():

@@ -1,7 +1,6 @@
 """topology.conf generation (module_utils/slurm_topology.py, filter slurm_topology_conf)."""
 
 import re
-import time
 
 import pytest
 from ansible.module_utils.hostlist import hostlist_expand
@@ -238,12 +237,10 @@ def test_missing_hosts():
     assert missing_hosts(["gpu01", "gpu09"], HOST_LEAF) == ["gpu09"]
 
 
-def test_10000_nodes_render_quickly():
+def test_10000_nodes_render_one_line_per_leaf_and_the_root():
+    # Its speed is bench/slurm_render's figure, not an assertion: it moves with the machine's load.
     host_leaf = {f"gpu{i:05d}": f"leaf{i // 32:03d}" for i in range(10000)}
-    start = time.perf_counter()
     text = topology_conf(host_leaf)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, f"took {elapsed:.2f}s"
     assert text.count("\n") == 314  # 313 leaves + root
 
 
