@@ -292,6 +292,19 @@ def test_a_cluster_wide_guard_is_refused_by_any_job_and_by_a_failed_squeue():
     assert needs_no_jobs_refusals(quiet, _squeue(rc=1)) == []
 
 
+def test_the_role_checks_keys_and_reads_every_partitions_jobs_before_any_write():
+    tasks = yaml.safe_load((ROOT / "roles/slurm_common/tasks/config.yml").read_text())
+    names = [t["name"] for t in tasks]
+    write = names.index("config | Write the configuration files")
+    keys = next(t for t in tasks if "ansible.builtin.assert" in t and "slurm_conf_unknown_keys" in str(t))
+    assert "host {{ inventory_hostname }}:" in keys["ansible.builtin.assert"]["fail_msg"]
+    jobs = next(t for t in tasks if t.get("register") == "__slurm_common_jobs")
+    assert "--all" in jobs["ansible.builtin.command"]["argv"]  # hidden partitions' jobs too
+    assert "%P" in " ".join(jobs["ansible.builtin.command"]["argv"])
+    refuse = next(t for t in tasks if "slurm_needs_no_jobs_refusals" in str(t.get("ansible.builtin.assert", {})))
+    assert names.index(keys["name"]) < names.index(jobs["name"]) < names.index(refuse["name"]) < write
+
+
 # --- property: never weaker than the man page -----------------------------------------------
 
 RULE_BASE = "ClusterName=lab\nSlurmctldHost=ctl1\nSlurmctldHost=ctl2\nNodeName=gpu01 CPUs=8\n"
