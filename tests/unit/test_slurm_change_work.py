@@ -163,7 +163,7 @@ def test_a_key_slurm_removed_is_refused_on_the_release_without_it():
 
 def test_a_slurm_release_without_a_key_list_is_refused():
     with pytest.raises(SlurmConfError, match=r"25\.05.*no slurm.conf\(5\) key list"):
-        classify_change(LAB, edit("SlurmctldDebug", "SlurmctldDebug", LAB + "SlurmctldDebug=info\n"), "25.05.1")
+        classify_change(LAB, LAB + "SlurmctldDebug=info\n", "25.05.1")
 
 
 def test_unknown_keys_name_the_variable_each_line_comes_from():
