@@ -3,7 +3,10 @@
 {{ old_text | slurm_conf_change(new_text, '23.02.7') }}           {action, reasons, daemons}
 {{ 'gres.conf' | slurm_file_change(old_text, new_text, v) }}      same, for any of the files
 {{ slurm_config_result.changes | slurm_apply_plan(v, daemons) }}  what this host does: {action, restart, order, reasons}
-{{ slurm_config_result.changes | slurm_conf_changes(v) }}         the whole change: {action, daemons, order, reasons}
+{{ slurm_config_result.changes | slurm_conf_changes(v) }}         the whole change: {action, daemons, order, reasons,
+                                                                  guards, needs_no_jobs}
+{{ whole_change | slurm_needs_no_jobs_refusals(squeue_result) }}  why the guarded changes cannot go now ([]: they can)
+{{ slurm_conf_text | slurm_conf_unknown_keys(v, {'globals': var}) }}  keys slurm.conf(5) of v does not document
 {{ '24.11.5' | slurm_defunct_settings }}                         {file: {key: reason}} templates must not render
 {{ '24.11.5' | slurm_topology_plugin('block') }}                  topology/block (Slurm >= 24.05)
 """
@@ -25,7 +28,9 @@ from ansible.module_utils.slurm_change import (
     classify_changes,
     classify_file_change,
     defunct_settings,
+    needs_no_jobs_refusals,
     topology_plugin,
+    unknown_keys,
 )
 
 
@@ -37,6 +42,8 @@ class FilterModule:
                 "slurm_file_change": classify_file_change,
                 "slurm_apply_plan": apply_plan,
                 "slurm_conf_changes": classify_changes,
+                "slurm_needs_no_jobs_refusals": needs_no_jobs_refusals,
+                "slurm_conf_unknown_keys": unknown_keys,
                 "slurm_defunct_settings": defunct_settings,
                 "slurm_topology_plugin": topology_plugin,
             },

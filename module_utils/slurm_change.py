@@ -13,12 +13,16 @@ on the result:
   ``stop_all_then_start`` (AuthType: stop every Slurm daemon on every host first, then start
   them); ``None`` otherwise;
 * ``reasons``  one line per change, each naming the rule it follows;
-* ``needs_no_jobs``  one line per change that must not be applied while slurmctld holds jobs
-  (SwitchType: their records may be lost), each naming its rule; the role refuses such a change
-  before any host writes it while ``squeue`` lists a job.
+* ``guards``   one ``{"reason", "partition"}`` per change that must not be applied while jobs
+  it would lose exist: ``partition`` None for the whole cluster (SelectType: "all job information
+  (running and pending) will be lost"; SwitchType: their records "may be lost"), else the removed
+  partition whose jobs Slurm cancels. The role reads ``squeue`` on the first controller before any
+  host writes and refuses while :func:`needs_no_jobs_refusals` names a job;
+* ``needs_no_jobs``  the guards' reasons, one line each.
 
-A change Slurm cannot take by any restart (ClusterName, moving the primary controller)
-raises :class:`SlurmConfError` naming the key, before a handler runs.
+A change no handler can apply without losing work (ClusterName, moving the primary controller
+under either spelling, moving StateSaveLocation) and a key the installed Slurm's slurm.conf(5) does
+not document raise :class:`SlurmConfError` naming the key, before any host writes.
 
 Every rule quotes its source: the man page and the Slurm release it was read from
 (slurm.conf(5), scontrol(1), gres.conf(5), cgroup.conf(5), topology.conf(5) at the tags
@@ -26,11 +30,13 @@ slurm-22-05-8-1, slurm-23-11-11-1 and slurm-24-11-5-1), or, where the man page i
 Slurm source file that shows the behaviour. docs/slurm-changes.md has the table.
 """
 
+import posixpath
 import re
 import shlex
 from collections import namedtuple
 
 from ansible.module_utils.hostlist import HostlistError, hostlist_expand, hostlist_fold
+from ansible.module_utils.slurm_keys import KEYS, OLD_SPELLINGS, TAGS
 
 NONE = "none"
 RECONFIGURE = "reconfigure"
@@ -116,6 +122,13 @@ LEGACY_RESTART_KEYS = {
     "prioritytype": _rule((CTLD,), "source src/common/slurm_priority.c 22.05: plugin loaded once"),
     "taskplugin": _rule((SLURMD,), "source src/slurmd/common/task_plugin.c 22.05: plugin loaded once"),
     "topologyplugin": _rule(BOTH, "source src/common/slurm_topology.c 22.05: plugin loaded once"),
+    # The auth plugins start once (source src/common/slurm_auth.c 22.05) and auth/jwt reads its
+    # jwt_key then (source src/plugins/auth/jwt/auth_jwt.c 22.05, init).
+    "authaltparameters": _rule(BOTH, "source src/plugins/auth/jwt/auth_jwt.c 22.05: key read once, at plugin start"),
+    # slurmctld becomes SlurmUser once, at start (source src/slurmctld/controller.c 22.05,
+    # _become_slurm_user); slurmd checks its user against SlurmdUser at start (slurmd.c, main).
+    "slurmuser": _rule((CTLD,), "source src/slurmctld/controller.c 22.05: slurmctld becomes SlurmUser at start"),
+    "slurmduser": _rule((SLURMD,), "source src/slurmd/slurmd/slurmd.c 22.05: slurmd checks SlurmdUser at start"),
 }
 # CryptoType is the old spelling of CredType that Slurm still reads (NEWS: "Change CryptoType
 # option to CredType"; src/common/read_config.c reads CryptoType when CredType is unset).
@@ -125,12 +138,26 @@ _SC24 = "slurm.conf(5) 24.11"
 _TCP = f'{_SC24} DESCRIPTION: "Changes to TCP listening settings will require a daemon restart."'
 _AUTH = 'scontrol(1) 24.11 reconfigure: "This will not be able to change the daemons\' ... authentication mechanism."'
 
+# 23.02 only: slurm.conf(5) 23.02 JobCompLoc: "NOTE: The librdkafka parameters configured in the
+# file referenced by this option take effect upon slurmctld restart." (gone from the 23.11 page).
+RESTART_KEYS_23_02 = {
+    "jobcomploc": _rule(
+        (CTLD,), 'slurm.conf(5) 23.02 JobCompLoc: librdkafka parameters "take effect upon slurmctld restart"'
+    ),
+}
+SINCE_23_02 = (23, 2)
+
 # slurm.conf keys that still need a restart on Slurm >= 23.11. Everything else, node
 # changes and SlurmctldHost included, is a reconfigure.
 REEXEC_RESTART_KEYS = {
     "slurmctldport": _rule(BOTH, _TCP),
     "slurmdport": _rule(BOTH, _TCP),
     "communicationparameters": _rule(BOTH, _TCP + " (address family and bind options)"),
+    "authaltparameters": _rule(BOTH, _AUTH + " (AuthAltParameters jwt_key: the auth/jwt key)"),
+    # The new processes a reconfigure starts inherit the running user (source
+    # src/slurmctld/controller.c 24.11: become_slurm_user at start; slurmd.c checks SlurmdUser).
+    "slurmuser": _rule((CTLD,), "source src/slurmctld/controller.c 24.11: slurmctld becomes SlurmUser at start"),
+    "slurmduser": _rule((SLURMD,), "source src/slurmd/slurmd/slurmd.c 24.11: slurmd checks SlurmdUser at start"),
     "authtype": _rule(
         BOTH,
         f'{_SC24} AuthType: "All Slurm daemons and commands must be terminated prior to changing '
@@ -142,13 +169,23 @@ REEXEC_RESTART_KEYS = {
 }
 
 # Changes that may cost the jobs slurmctld holds, on every version: applied only with no job in the
-# cluster. slurm.conf(5) 22.05 and 24.11 SwitchType (the same sentence on both pages): "If running
-# jobs exist at the time slurmctld is restarted with a new value of SwitchType, records of all jobs
-# in any state may be lost." From 23.11 the reconfigure starts a new slurmctld, which is that restart.
+# cluster (the same sentences on the 22.05 to 24.11 pages, module_utils/slurm_keys.py MAN_RULES).
+# From 23.11 the reconfigure starts a new slurmctld, which is the restart they speak of.
 NO_JOBS_KEYS = {
+    "selecttype": '{page} SelectType: "When changed, all job information (running and pending) will be lost, '
+    'since the job state save format used by each plugin is different."',
     "switchtype": '{page} SwitchType: "If running jobs exist at the time slurmctld is restarted with a new '
     'value of SwitchType, records of all jobs in any state may be lost."',
 }
+# slurm.conf(5) 22.05 and 24.11 PARTITION CONFIGURATION: a removed partition's jobs are canceled.
+_PARTITION_REMOVED = (
+    '{page} PARTITION CONFIGURATION: "If a partition that is in use is deleted from the configuration and '
+    'slurm is restarted or reconfigured (scontrol reconfigure), jobs using the partition are canceled."'
+)
+# The keys that name the controllers: SlurmctldHost, and the old spellings slurm.conf(5) 22.05 and
+# 24.11 still list ("Deprecated option, see SlurmctldHost."), which src/common/read_config.c reads
+# when no SlurmctldHost is set.
+_CONTROLLER_KEYS = ("slurmctldhost", "controlmachine", "controladdr", "backupcontroller", "backupaddr")
 
 # Reconfigure on >= 23.11, with what the 24.11 page adds.
 REEXEC_NOTES = {
@@ -300,7 +337,109 @@ def _names(value, number, label="slurm.conf"):
         raise SlurmConfError(f"{label} line {number}: {exc}") from exc
 
 
-def parse_slurm_conf(text):
+# The roles' version of a host where Slurm is not installed yet (their dry run on a fresh host).
+NOT_INSTALLED = (0, 0)
+_LINE_NAMES = {"nodename": "NodeName", "partitionname": "PartitionName", "nodeset": "NodeSet"}
+_LINE_NAMES.update(downnodes="DownNodes", frontendname="FrontendName")
+
+
+def _series(slurm_version):
+    """The release series of ``slurm_version`` that slurm_keys.py has a key list for, else None."""
+    version = version_tuple(slurm_version)
+    return version[:2] if version[:2] in TAGS else None
+
+
+def unknown_keys(text, slurm_version, variables=None):
+    """The keys of slurm.conf ``text`` that slurm.conf(5) of ``slurm_version`` does not document.
+
+    One message per unknown key, naming it, its line, the Slurm version and the tag its page was
+    read at (module_utils/slurm_keys.py), and, where ``variables`` (``{"globals" or a line's
+    first key (NodeName, PartitionName, ...): variable name}``) names one, the variable the line
+    comes from. Keys compare without case, as Slurm's parser does. ``Include`` lines are not
+    followed. Version 0.0 is the roles' "Slurm not installed yet" (a dry run on a fresh host):
+    nothing runs there that a key could stop, and nothing is checked.
+
+    Work at risk: none (read-only). It fails closed: a release with no key list raises
+    :class:`SlurmConfError` rather than pass every key.
+    """
+    check = _KeyCheck(slurm_version, variables)
+    for number, line in _logical_lines(text):
+        if not _INCLUDE.match(line):
+            check(number, _pairs(number, line))
+    return check.errors
+
+
+class _KeyCheck:
+    """Collects the unknown keys of slurm.conf lines, one call per line's (number, pairs)."""
+
+    def __init__(self, slurm_version, variables=None):
+        self.errors = []
+        self.keys = None
+        if version_tuple(slurm_version)[:2] == NOT_INSTALLED:
+            return
+        series = _series(slurm_version)
+        if series is None:
+            known = ", ".join(f"{m}.{n:02d}" for m, n in sorted(TAGS))
+            raise SlurmConfError(
+                f"Slurm {slurm_version}: gpufleet has no slurm.conf(5) key list for this release (it has "
+                f"{known}: module_utils/slurm_keys.py), so it cannot tell which keys Slurm {slurm_version} "
+                f"knows; refused"
+            )
+        self.keys = {line: {k.lower() for k in names} for line, names in KEYS[series].items()}
+        self.keys["globals"] |= set(OLD_SPELLINGS)
+        self.where = {k.lower(): v for k, v in (variables or {}).items()}
+        self.source = f"Slurm {str(slurm_version).strip()} (SchedMD/slurm {TAGS[series]})"
+
+    def __call__(self, number, pairs):
+        if self.keys is None:
+            return
+        kind = pairs[0][0].lower() if pairs and pairs[0][0].lower() in _LINE_NAMES else "globals"
+        known = self.keys[kind]
+        for key, _value in pairs:
+            if key.lower() in known:
+                continue
+            label = "slurm.conf key" if kind == "globals" else f"slurm.conf {_LINE_NAMES[kind]} key"
+            prefix = f"variable {self.where[kind]}: " if kind in self.where else ""
+            self.errors.append(f"{prefix}{label} {key!r} (line {number}) is not in slurm.conf(5) of {self.source}")
+
+
+def needs_no_jobs_refusals(result, squeue):
+    """Why the guarded changes of ``result`` cannot be applied now, one line per guard; [] when
+    nothing is guarded or no job is in the way.
+
+    ``result``: a classification (``guards``, or ``needs_no_jobs`` lines that guard the whole
+    cluster). ``squeue``: the registered result of ``squeue --all --noheader --format='%i %T %u
+    %P'`` on the first controller (``rc``, ``stdout_lines``, ``stderr``); ``%P`` of a pending job
+    lists every partition it may run in, comma-separated.
+
+    Work at risk: every job a guarded change would lose. A cluster-wide guard is refused while any
+    job exists, a removed partition's guard while a job lists that partition. It fails closed: a
+    squeue that did not run or failed refuses every guard, and a line it cannot read is a job in
+    every partition.
+    """
+    guards = _guards_of(result or {})
+    if not guards:
+        return []
+    squeue = squeue or {}
+    rc = squeue.get("rc")
+    if rc != 0:
+        why = (squeue.get("stderr") or squeue.get("msg") or "it did not run").strip()
+        return [f"{g['reason']}: squeue could not list the jobs (rc {rc}): {why}" for g in guards]
+    jobs = [(line.strip(), line.split()) for line in squeue.get("stdout_lines") or [] if line.strip()]
+    refusals = []
+    for g in guards:
+        partition = g.get("partition")
+        if partition is None:
+            held, holder = [line for line, _f in jobs], "slurmctld"
+        else:
+            held = [line for line, f in jobs if len(f) < 4 or partition in f[3].split(",")]
+            holder = f"partition {partition}"
+        if held:
+            refusals.append(f"{g['reason']}: {holder} holds {len(held)} job(s): {', '.join(held[:5])}")
+    return refusals
+
+
+def parse_slurm_conf(text, check=None):
     """Parse slurm.conf text into a comparable structure.
 
     Returns ``{"globals": {key: value}, "nodes": {node: {key: value}},
@@ -308,7 +447,8 @@ def parse_slurm_conf(text):
     "frontends": {...}, "includes": [path, ...]}``. Keys keep their spelling from the
     file; compare them with :func:`_ci`. ``NodeName=gpu[01-04]`` is expanded per node and
     ``NodeName=DEFAULT`` / ``PartitionName=DEFAULT`` values are applied to the lines
-    after them, as Slurm does. Repeatable keys (SlurmctldHost) become lists.
+    after them, as Slurm does. Repeatable keys (SlurmctldHost) become lists. ``check``, if given,
+    is called with each line's number and ``[(key, value)]`` (:func:`unknown_keys` uses it).
     """
     conf = {"globals": {}, "includes": []}
     for kind in _ENTITY_KEYS.values():
@@ -323,6 +463,8 @@ def parse_slurm_conf(text):
         pairs = _pairs(number, line)
         if not pairs:
             continue
+        if check is not None:
+            check(number, pairs)
         first_key, first_value = pairs[0]
         kind = _ENTITY_KEYS.get(first_key.lower())
         if kind is None:
@@ -399,7 +541,11 @@ class _Result:
         self.reasons = []
         self.daemons = set()
         self.order = ORDER_RESTART
-        self.needs_no_jobs = []
+        self.guards = []
+
+    def guard(self, reason, partition=None):
+        """Apply this change only while no job (in ``partition``; None: in the cluster) exists."""
+        self.guards.append({"reason": reason, "partition": partition})
 
     def bump(self, action, reason, daemons=(), order=ORDER_RESTART):
         if _RANK[action] > _RANK[self.action]:
@@ -418,7 +564,7 @@ class _Result:
         self.daemons.update(for_restart)
         if other.get("order") == ORDER_STOP_ALL:
             self.order = ORDER_STOP_ALL
-        self.needs_no_jobs.extend(other.get("needs_no_jobs", []))
+        self.guards.extend(_guards_of(other))
 
     def finish(self):
         restart = self.action == RESTART
@@ -427,8 +573,16 @@ class _Result:
             "reasons": self.reasons,
             "daemons": [d for d in BOTH if d in self.daemons] if restart else [],
             "order": self.order if restart else None,
-            "needs_no_jobs": self.needs_no_jobs,
+            "guards": self.guards,
+            "needs_no_jobs": [g["reason"] for g in self.guards],
         }
+
+
+def _guards_of(result):
+    """A result's guards; a result with only ``needs_no_jobs`` lines guards the whole cluster."""
+    if "guards" in result:
+        return list(result["guards"])
+    return [{"reason": line, "partition": None} for line in result.get("needs_no_jobs", [])]
 
 
 def _reexec(slurm_version):
@@ -436,8 +590,64 @@ def _reexec(slurm_version):
 
 
 def _host_name(entry):
-    """``ctl1(10.0.0.1)`` -> ``ctl1``: the host part of a SlurmctldHost value."""
-    return entry.split("(", 1)[0].strip()
+    """``ctl1(10.0.0.1)`` -> ``ctl1``: the host part of a SlurmctldHost value (of ControlMachine's
+    comma list, the first name)."""
+    return entry.split("(", 1)[0].split(",", 1)[0].strip()
+
+
+def _as_list(value):
+    return value if isinstance(value, list) else ([] if value is None else [value])
+
+
+def _primary(conf):
+    """The primary controller's host in a case-insensitive globals view: the first SlurmctldHost,
+    else ControlMachine (src/common/read_config.c 22.05 and 24.11 reads ControlMachine only when no
+    SlurmctldHost is set); None when neither is set."""
+    hosts = _as_list(conf.get("slurmctldhost", (None, None))[1])
+    if hosts:
+        return _host_name(hosts[0])
+    machine = conf.get("controlmachine", (None, None))[1]
+    return _host_name(machine) if machine else None
+
+
+def _refuse_primary_move(olds, news):
+    old, new = _primary(olds), _primary(news)
+    if old is None or new is None or old == new:
+        return
+    changed = [
+        f"{(news.get(k) or olds.get(k))[0]} ({_fmt(olds.get(k, (None, None))[1])} -> "
+        f"{_fmt(news.get(k, (None, None))[1])})"
+        for k in _CONTROLLER_KEYS
+        if olds.get(k, (None, None))[1] != news.get(k, (None, None))[1]
+    ]
+    # slurm.conf(5) 22.05 and 24.11 RELOCATING CONTROLLERS: "1. Stop the Slurm daemons on the old
+    # controller and nodes. ... 3. Copy the files from the StateSaveLocation to the new controller
+    # ..." A handler cannot do that; refuse before anything changes.
+    raise SlurmConfError(
+        f"{', '.join(changed)} changed: the primary controller moves from {old} to {new}; refused. Follow "
+        f"slurm.conf(5) RELOCATING CONTROLLERS (stop the daemons, copy StateSaveLocation to the new "
+        f"controller, then deploy)."
+    )
+
+
+def _refuse_state_save_move(spelling, old, new):
+    def norm(value):
+        return posixpath.normpath(value) if value else None
+
+    if norm(old) == norm(new):
+        return
+    # slurm.conf(5) 22.05 and 24.11 StateSaveLocation: "Since all running and pending job information
+    # is stored here, ..."; slurmctld(8) 24.11 -c (a start without that state): "all jobs, including
+    # both running and queued, and all node states, will be deleted."
+    raise SlurmConfError(
+        f"{spelling} changed ({_fmt(old)} -> {_fmt(new)}): refused. slurmctld keeps every running and "
+        f"pending job, the DOWN and DRAINED nodes with their reasons, and the reservations there "
+        f'(slurm.conf(5) StateSaveLocation: "Since all running and pending job information is stored '
+        f'here"); started on another directory it loses them all, as slurmctld -c does. To move it: '
+        f"stop slurmctld on every controller, copy {_fmt(old)} to {_fmt(new)} (owner SlurmUser), set "
+        f"StateSaveLocation={_fmt(new)} in slurm.conf on every host that has the file, start slurmctld, "
+        f"then run again."
+    )
 
 
 def _refuse_cluster_name(old, new):
@@ -450,19 +660,9 @@ def _refuse_cluster_name(old, new):
     )
 
 
-def _slurmctld_host(old, new, reexec, slurm_version, result):
-    old_list = old if isinstance(old, list) else ([] if old is None else [old])
-    new_list = new if isinstance(new, list) else ([] if new is None else [new])
-    change = f"SlurmctldHost changed ({_fmt(old)} -> {_fmt(new)})"
-    if old_list and new_list and _host_name(old_list[0]) != _host_name(new_list[0]):
-        # slurm.conf(5) 22.05 and 24.11 RELOCATING CONTROLLERS: "1. Stop the Slurm daemons on
-        # the old controller and nodes. ... 3. Copy the files from the StateSaveLocation to the
-        # new controller ..." A handler cannot do that; refuse before anything changes.
-        raise SlurmConfError(
-            f"{change}: the primary controller moves from {_host_name(old_list[0])} to "
-            f"{_host_name(new_list[0])}; refused. Follow slurm.conf(5) RELOCATING CONTROLLERS "
-            f"(stop the daemons, copy StateSaveLocation to the new controller, then deploy)."
-        )
+def _controller_change(spelling, old, new, reexec, slurm_version, result):
+    """A controller key changed without moving the primary (a backup, an address, a spelling)."""
+    change = f"{spelling} changed ({_fmt(old)} -> {_fmt(new)})"
     if reexec:
         # slurm.conf(5) 24.11 SlurmctldHost: "Slurm daemons need to be reconfigured (e.g.
         # "scontrol reconfig") for changes to this parameter to take effect."
@@ -480,9 +680,13 @@ def _options(value):
     return {o.strip().split("=", 1)[0].lower() for o in str(value or "").split(",") if o.strip()}
 
 
-def _global_rule(key, reexec):
-    table = REEXEC_RESTART_KEYS if reexec else LEGACY_RESTART_KEYS
-    return table.get(_ALIASES.get(key, key))
+def _global_rule(key, reexec, version):
+    key = _ALIASES.get(key, key)
+    if reexec:
+        return REEXEC_RESTART_KEYS.get(key)
+    if version >= SINCE_23_02 and key in RESTART_KEYS_23_02:
+        return RESTART_KEYS_23_02[key]
+    return LEGACY_RESTART_KEYS.get(key)
 
 
 def _classify_globals(old, new, reexec, slurm_version, result):
@@ -494,6 +698,7 @@ def _classify_globals(old, new, reexec, slurm_version, result):
             conf["credtype"] = (spelling, str(value).replace("crypto/", "cred/"))
         else:
             conf.pop("cryptotype", None)
+    _refuse_primary_move(olds, news)
     for key in sorted(set(olds) | set(news)):
         va = olds.get(key, (None, None))[1]
         vb = news.get(key, (None, None))[1]
@@ -504,11 +709,14 @@ def _classify_globals(old, new, reexec, slurm_version, result):
         if key in NO_JOBS_KEYS:
             page = _SC24 if reexec else _SC22
             source = NO_JOBS_KEYS[key].format(page=page)
-            result.needs_no_jobs.append(f"{change}: only with no job in the cluster [{source}]")
+            result.guard(f"{change}: only with no job in the cluster [{source}]")
         if key == "clustername":
             _refuse_cluster_name(va, vb)
-        if key == "slurmctldhost":
-            _slurmctld_host(va, vb, reexec, slurm_version, result)
+        if key == "statesavelocation":
+            _refuse_state_save_move(spelling, va, vb)
+            continue
+        if key in _CONTROLLER_KEYS:
+            _controller_change(spelling, va, vb, reexec, slurm_version, result)
             continue
         if (
             key == "schedulerparameters"
@@ -522,7 +730,7 @@ def _classify_globals(old, new, reexec, slurm_version, result):
                 (CTLD,),
             )
             continue
-        rule = _global_rule(key, reexec)
+        rule = _global_rule(key, reexec, version_tuple(slurm_version))
         if rule is not None:
             result.bump(
                 RESTART,
@@ -543,19 +751,32 @@ def classify_change(old_text, new_text, slurm_version):
     """Decide what applying ``new_text`` over ``old_text`` (slurm.conf) needs.
 
     Returns ``{"action": "none"|"reconfigure"|"restart", "reasons": [str, ...],
-    "daemons": [...], "order": "restart"|"stop_all_then_start"|None, "needs_no_jobs": [str, ...]}``.
-    ``old_text`` may be empty/None (first install): that is a restart of everything. Raises
-    :class:`SlurmConfError` for a change no restart applies (ClusterName, a new primary
-    SlurmctldHost).
+    "daemons": [...], "order": "restart"|"stop_all_then_start"|None,
+    "guards": [{"reason", "partition"}, ...], "needs_no_jobs": [str, ...]}``.
+    ``old_text`` may be empty/None (first install): that is a restart of everything.
+
+    Work at risk: ``new_text`` can lose every job slurmctld holds or the jobs of one partition.
+    A change no handler applies without loss raises :class:`SlurmConfError` naming the key:
+    ClusterName, the primary controller moving (SlurmctldHost or its old spelling ControlMachine),
+    StateSaveLocation moving, and any key slurm.conf(5) of ``slurm_version`` does not document
+    (22.05 daemons stop on it at reconfigure); a release with no key list in slurm_keys.py is
+    refused too, except for a first install, where nothing runs yet. SelectType and SwitchType
+    changes are guarded cluster-wide and a removed partition is guarded by its own jobs
+    (``guards``): the caller applies them only while :func:`needs_no_jobs_refusals` finds no job.
+    A key whose man page or source says a restart is needed is never a reconfigure.
     """
     reexec = _reexec(slurm_version)
     result = _Result()
     if not (old_text or "").strip():
+        if _series(slurm_version) is not None:  # a first install on a release without a list passes
+            _refuse_unknown(unknown_keys(new_text, slurm_version))
         result.bump(RESTART, "no previous slurm.conf: daemons start with the new file", BOTH)
         return result.finish()
 
+    check = _KeyCheck(slurm_version)
+    new = parse_slurm_conf(new_text, check)
+    _refuse_unknown(check.errors)
     old = parse_slurm_conf(old_text)
-    new = parse_slurm_conf(new_text)
     _classify_globals(old["globals"], new["globals"], reexec, slurm_version, result)
 
     if old["includes"] != new["includes"]:
@@ -575,11 +796,20 @@ def classify_change(old_text, new_text, slurm_version):
             if _ci(old[kind].get(name, {})) != _ci(new[kind].get(name, {}))
         )
         if changed:
-            # slurm.conf(5) 22.05 and 24.11 PARTITION CONFIGURATION: "If a partition that is in
-            # use is deleted from the configuration and slurm is restarted or reconfigured
-            # (scontrol reconfigure), jobs using the partition are canceled."
             result.bump(RECONFIGURE, f"{label} {', '.join(changed)} changed: scontrol reconfigure")
+    page = _SC24 if reexec else _SC22
+    for name in sorted(set(old["partitions"]) - set(new["partitions"])):
+        source = _PARTITION_REMOVED.format(page=page)
+        result.guard(f"PartitionName {name} removed: only with no job in partition {name} [{source}]", name)
     return result.finish()
+
+
+def _refuse_unknown(errors):
+    if errors:
+        raise SlurmConfError(
+            "; ".join(errors) + ". Refused before any host writes it: Slurm stops on a key it does not know "
+            "(22.05: every daemon that re-reads the file on scontrol reconfigure)"
+        )
 
 
 def _classify_nodes(old_nodes, new_nodes, reexec, slurm_version, result):
@@ -788,6 +1018,10 @@ def classify_changes(changes, slurm_version):
     ``changes``: ``[{"name", "before", "after"}]`` as ``slurm_config`` returns them. One result
     for the whole change, shape of :func:`classify_change`, so a gres.conf change and the
     matching NodeName ``Gres=`` change in slurm.conf are applied in one step.
+
+    Work at risk: the jobs a slurm.conf change can lose (see :func:`classify_change`). A file's
+    refusal refuses the whole change; every file's ``guards`` are kept in the merged result, which
+    the role checks with :func:`needs_no_jobs_refusals` before any host writes.
     """
     result = _Result()
     for change in changes:
@@ -803,6 +1037,9 @@ def plan_apply(changes, daemons):
     elsewhere (slurmctld, seen from a compute node) still needs at least ``scontrol reconfigure``.
     Returns ``{"action": none|reconfigure|restart, "restart": [daemons], "order":
     restart|stop_all_then_start|None, "reasons": [...], "needs_no_jobs": [...]}``.
+
+    Work at risk: none it decides; it runs after the files are written, and keeps every guard's
+    reason in ``needs_no_jobs`` (the live check ran before the write, on :func:`classify_changes`).
     """
     merged = _Result()
     for change in changes:
@@ -819,7 +1056,7 @@ def plan_apply(changes, daemons):
         "restart": restart,
         "order": merged.order if restart else None,
         "reasons": merged.reasons,
-        "needs_no_jobs": merged.needs_no_jobs,
+        "needs_no_jobs": [g["reason"] for g in merged.guards],
     }
 
 
