@@ -15,6 +15,10 @@ description:
     webhook Deployment cannot land on a system node, when NFD's worker, the device plugin, the validator
     or the DCGM exporter cannot land on a held or admitted GPU node, or when anything not in
     O(allowed_on_failed) would land on a failed node.
+  - Fails as well when the API server would refuse a component's tolerations or node affinity (Kubernetes
+    1.34 validation; the component then never runs), and when a placement cannot be judged offline
+    (C(matchFields) on C(metadata.name) for the system node, whose names are not modelled). A toleration
+    list given empty means no tolerations; an empty node selector term matches no node.
   - The GPU Operator's node labelling is simulated (NFD labels the nodes its worker reaches, the operator
     then labels them for its operands unless C(nvidia.com/gpu.deploy.operands=false)).
   - Read-only; never reports a change. Runs the same in check mode. No cluster is contacted.

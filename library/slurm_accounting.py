@@ -13,6 +13,11 @@ description:
     parents first; users). A second run with the same policy changes nothing.
   - Only the attributes the policy sets are managed. Entities the policy does not name are returned in
     RV(unmanaged) and removed only when O(prune) (or the policy's C(prune)) is true.
+  - Prune removes only this cluster's associations without a partition (every association command carries
+    C(cluster=), a user's also C(partition='')). It fails before any change, returning RV(refused), when it
+    would delete an account that has per-partition associations under it, or a QOS that an association of
+    any cluster of the database still lists (the error names the QOS and the clusters, accounts and users).
+  - A user's default account is read and set for O(cluster) only.
   - Why not C(sacctmgr load) - a flat file carries no QOS, C(load) never removes anything and
     C(load clean) deletes every association first (sacctmgr(1), FLAT FILE DUMP AND LOAD).
   - Supports check mode (the planned commands are returned, none runs) and diff mode.
@@ -81,9 +86,14 @@ unknown_tres:
   returned: failure
 unmanaged:
   description: Entities in the database the policy does not name (qos, accounts, users, user_associations,
-    partition_associations); with prune, the first four are removed.
+    partition_associations); with prune, the first four are removed, unless refused.
   type: dict
   returned: always
+refused:
+  description: On failure only, each deletion prune refuses, naming the entity, the cluster and what uses it.
+  type: list
+  elements: str
+  returned: failure
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -114,7 +124,8 @@ def _sacctmgr(module, argv):
 def _read(module, cluster):
     outputs = {}
     for kind, argv in SHOW.items():
-        extra = [f"cluster={cluster}"] if kind == "assoc" else []
+        # A user's DefaultAccount is per cluster; every cluster's associations are read, for the QOS they use.
+        extra = [f"cluster={cluster}"] if kind == "user" else []
         outputs[kind] = _sacctmgr(module, [*argv, *extra, f"format={','.join(SHOW_FORMATS[kind])}"])
     try:
         return read_state(outputs, cluster)
@@ -152,6 +163,9 @@ def main():
                 "AccountingStorageTRES list them?). Nothing was changed.",
             unknown_tres=missing)
     result = plan(policy, _read(module, cluster), cluster, module.params["prune"])
+    if result["refused"]:
+        module.fail_json(msg="; ".join(result["refused"]) + ". Nothing was changed.", refused=result["refused"],
+                         actions=result["actions"], unmanaged=result["unmanaged"])
     if not module.check_mode:
         for action in result["actions"]:
             rc, out, err = module.run_command(action["argv"])

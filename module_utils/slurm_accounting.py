@@ -11,6 +11,14 @@ LOAD", 22.05 and 24.11), `load` only reconciles what the file names and never re
 `load clean` deletes every association first. Comparing entity by entity gives the exact change list
 that check mode and `--diff` show, removes nothing unless `prune` says so, and reports the rest.
 
+`prune` removes only what this cluster's policy owns: every command that names an association is scoped
+by `cluster=`, and a user's association by `partition=''` as well (the association without a partition;
+without it sacctmgr takes the user's per-partition associations too). The policy manages no per-partition
+association, so an account with one under it is not deleted (deleting an account deletes everything under
+it), and a QOS is not deleted while any association of any cluster of the database still lists it (QOS
+are database-wide: `delete qos` strips it from every cluster's associations). Both are refused, named in
+the plan's `refused`. A user's default account is per cluster: it is read and set with `cluster=`.
+
 Only the attributes the policy sets are managed: an attribute left out keeps what the database has.
 A TRES map is managed whole: a TRES the database holds and the policy leaves out is cleared (-1).
 Text is compared in lower case: the database keeps it so. `show association` prints a user's
@@ -64,6 +72,9 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 TRES_RE = re.compile(r"^[a-z]+(/[a-z0-9_.:-]+)?$")
 TIME_RE = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 VAR = "cluster_slurm_accounting"
+# A user's association without a partition: sacctmgr matches partition='' to exactly those (slurmdbd keeps
+# an unset partition as ''); left out, a user command also takes the user's per-partition associations.
+NO_PARTITION = "partition=''"
 
 
 class AccountingError(ValueError):
@@ -311,12 +322,20 @@ def parse_show(text, columns):
 
 
 def read_state(outputs, cluster):
-    """Current QOS, accounts, users and this cluster's associations from the four show outputs."""
+    """Current QOS, accounts, users and associations from the four show outputs.
+
+    `user` is `show user cluster=<cluster>` (DefaultAccount is this cluster's). `assoc` is `show association`
+    of every cluster: this cluster's rows are split into account, user and per-partition associations, and
+    every row is kept in `assocs`, for the QOS each association of the database uses.
+
+    Work at risk: none (read-only).
+    """
     qos = {row["Name"].lower(): row for row in parse_show(outputs["qos"], SHOW_FORMATS["qos"])}
     accounts = {row["Account"].lower(): row for row in parse_show(outputs["account"], SHOW_FORMATS["account"])}
     users = {row["User"].lower(): row for row in parse_show(outputs["user"], SHOW_FORMATS["user"])}
     account_assocs, user_assocs, partition_assocs = {}, {}, []
-    for row in parse_show(outputs["assoc"], SHOW_FORMATS["assoc"]):
+    assocs = parse_show(outputs["assoc"], SHOW_FORMATS["assoc"])
+    for row in assocs:
         if row["Cluster"].lower() != cluster.lower():
             continue
         if row["Partition"]:
@@ -326,7 +345,7 @@ def read_state(outputs, cluster):
         else:
             account_assocs[row["Account"].lower()] = row
     return {"qos": qos, "accounts": accounts, "users": users, "account_assocs": account_assocs,
-            "user_assocs": user_assocs, "partition_assocs": partition_assocs}
+            "user_assocs": user_assocs, "partition_assocs": partition_assocs, "assocs": assocs}
 
 
 def _changes(spec, row, attrs):
@@ -382,8 +401,17 @@ def plan(policy, state, cluster, prune=None):
     """The sacctmgr actions that bring `state` to `policy`, and the entities the policy does not name.
 
     Returns {"actions": [...], "unmanaged": {"qos": [...], "accounts": [...], "users": [...],
-    "user_associations": ["user@account", ...], "partition_associations": [...]}, "prune": bool}.
-    Each action: entity, name, what (add/modify/delete), argv, changes ({key: {before, after}}).
+    "user_associations": ["user@account", ...], "partition_associations": [...]}, "prune": bool,
+    "refused": [...]}. Each action: entity, name, what (add/modify/delete), argv, changes ({key: {before,
+    after}}). `refused`: with prune, each deletion the plan will not make, as an error naming the entity,
+    the cluster and what it would take with it; the caller fails on any before running a command.
+
+    Work at risk: `prune` deletes associations and QOS, and a job's association or QOS going away loses
+    the job's charge (pending jobs can no longer run). Prune is off unless the policy or the caller sets
+    it; it deletes only this cluster's associations without a partition (`cluster=` and `partition=''`
+    on every association command), never a per-partition association, never an account that has one
+    under it, and never a QOS that any association of any cluster still lists after this plan; each of
+    those is refused in `refused`, naming the QOS and the cluster, accounts and users that use it.
     """
     policy = policy or {}
     prune = bool(policy.get("prune", False)) if prune is None else bool(prune)
@@ -436,12 +464,12 @@ def plan(policy, state, cluster, prune=None):
             limits = _changes(spec, assoc, ASSOC_ATTRS)
             if limits:
                 argv = ["modify", "user", "where", f"name={name}", f"account={account}", f"cluster={cluster}",
-                        "set", *_sets(limits)]
+                        NO_PARTITION, "set", *_sets(limits)]
                 actions.append(_action("user", f"{name}@{account}", argv, "modify", limits))
         current_default = (state["users"].get(name) or {}).get("DefaultAccount", "").lower()
         if name in state["users"] and current_default != default:
             changes = {"default_account": ("DefaultAccount", default, current_default, default)}
-            argv = ["modify", "user", "where", f"name={name}", "set", f"defaultaccount={default}"]
+            argv = ["modify", "user", "where", f"name={name}", f"cluster={cluster}", "set", f"defaultaccount={default}"]
             actions.append(_action("user", name, argv, "modify", changes))
 
     unmanaged = {
@@ -454,20 +482,88 @@ def plan(policy, state, cluster, prune=None):
         "partition_associations": sorted(
             f"{row['User'] or '-'}@{row['Account']}@{row['Partition']}" for row in state["partition_assocs"]),
     }
+    refused = []
     if prune:
+        deleted = set()  # (account, user) of this cluster's associations without a partition that go
         for entry in unmanaged["user_associations"]:
             user, account = entry.split("@")
-            argv = ["delete", "user", "where", f"name={user}", f"account={account}", f"cluster={cluster}"]
+            argv = ["delete", "user", "where", f"name={user}", f"account={account}", f"cluster={cluster}",
+                    NO_PARTITION]
             actions.append(_action("user", entry, argv, "delete"))
+            deleted.add((account, user))
         for user in unmanaged["users"]:
-            actions.append(_action("user", user, ["delete", "user", "where", f"name={user}", f"cluster={cluster}"],
-                                   "delete"))
+            argv = ["delete", "user", "where", f"name={user}", f"cluster={cluster}", NO_PARTITION]
+            actions.append(_action("user", user, argv, "delete"))
+            deleted.update((account, name) for name, account in state["user_assocs"] if name == user)
         for account in _children_first(unmanaged["accounts"], state["account_assocs"]):
+            below = _subtree(account, state["account_assocs"])
+            kept = [row for row in state["partition_assocs"] if row["Account"].lower() in below]
+            if kept:
+                refused.append(
+                    f"{VAR}: prune refuses to delete account {account} on cluster {cluster}: deleting an account "
+                    f"deletes every association under it, and per-partition associations the policy does not "
+                    f"manage are there ({', '.join(_assoc_name(row) for row in kept)}); delete them by hand "
+                    f"first, or name the account in the policy")
+                continue
             argv = ["delete", "account", "where", f"name={account}", f"cluster={cluster}"]
             actions.append(_action("account", account, argv, "delete"))
+            deleted.update((name, "") for name in below)
+            deleted.update((acct, user) for user, acct in state["user_assocs"] if acct in below)
+        users_of = _qos_users(state["assocs"], cluster, deleted, accounts, users)
         for name in unmanaged["qos"]:
+            if users_of.get(name):
+                refused.append(
+                    f"{VAR}: prune refuses to delete QOS {name}, which associations still list (a QOS belongs "
+                    f"to the whole database: deleting it strips it from every cluster's associations): "
+                    f"{'; '.join(users_of[name])}. Name it under qos, or move those associations off it "
+                    f"first (an association that inherits its account's QOS shows it until that change is "
+                    f"applied: apply once with prune false, then prune)")
+                continue
             actions.append(_action("qos", name, ["delete", "qos", "where", f"name={name}"], "delete"))
-    return {"actions": actions, "unmanaged": unmanaged, "prune": prune}
+    return {"actions": actions, "unmanaged": unmanaged, "prune": prune, "refused": refused}
+
+
+def _assoc_name(row):
+    """An association as the errors name it: `account ml`, `user alice@ml`, `user bob@research@gpu`."""
+    if not row["User"]:
+        return f"account {row['Account'].lower()}"
+    partition = f"@{row['Partition'].lower()}" if row["Partition"] else ""
+    return f"user {row['User'].lower()}@{row['Account'].lower()}{partition}"
+
+
+def _subtree(account, assocs):
+    """`account` and every account below it in this cluster's tree."""
+    below, grew = {account}, True
+    while grew:
+        more = {name for name, row in assocs.items() if row["ParentName"].lower() in below} - below
+        below |= more
+        grew = bool(more)
+    return below
+
+
+def _qos_users(assocs, cluster, deleted, accounts, users):
+    """QOS name -> ["cluster <c>: <association>, ...", ...] for each association that lists it after the plan.
+
+    Every cluster's associations count. This cluster's ones the plan deletes do not; for the ones whose
+    QOS or DefaultQOS the plan sets, the policy's value counts, for the others what the database shows
+    (a user's association shows the QOS it inherits from its account).
+    """
+    found = {}
+    for row in assocs:
+        where, account, user = row["Cluster"].lower(), row["Account"].lower(), row["User"].lower()
+        qos, default = normalize("list", row["QOS"]), normalize("word", row["DefaultQOS"])
+        if where == cluster and not row["Partition"]:
+            if (account, user) in deleted:
+                continue
+            spec = (accounts.get(account) if not user
+                    else users[user] if user in users and account in users[user]["accounts"] else None)
+            if spec is not None:
+                qos = normalize("list", spec["qos"]) if "qos" in spec else qos
+                default = normalize("word", spec["default_qos"]) if "default_qos" in spec else default
+        for name in {*qos, default} - {""}:
+            found.setdefault(name, {}).setdefault(where, []).append(_assoc_name(row))
+    return {name: [f"cluster {where}: {', '.join(rows)}" for where, rows in sorted(by_cluster.items())]
+            for name, by_cluster in found.items()}
 
 
 def _children_first(names, assocs):

@@ -14,7 +14,10 @@ from ansible.module_utils.k8s_sched import (
     parse_taint,
     schedule_errors,
     tolerates,
+    toleration_errors,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 K3S_SERVER_TAINT = "node-role.kubernetes.io/control-plane=true:NoSchedule"
 KUBEADM_SERVER_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
@@ -206,3 +209,126 @@ def test_bad_taint_is_an_error():
     with pytest.raises(ValueError, match="needs a key and an effect"):
         parse_taint({"key": "a", "effect": "Sometimes"})
 
+
+
+# Kubernetes rules at the pinned version (playbooks/vars/k8s_versions.yml: 1.34): the API server's
+# ValidateTolerations and ValidateNodeSelector (pkg/apis/core/validation), and the scheduler's node
+# affinity (component-helpers nodeaffinity: an empty term matches nothing, matchFields knows metadata.name).
+CONTROL_PLANE_EXISTS = SYSTEM_TOLERATIONS[0]
+
+
+def by_name_affinity(*fields, expressions=()):
+    term = {"matchFields": list(fields)}
+    if expressions:
+        term["matchExpressions"] = list(expressions)
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+def test_an_empty_toleration_list_means_no_tolerations():
+    # Helm replaces a list given in the values: `tolerations: []` drops the chart's default toleration,
+    # and the chart renders no tolerations at all.
+    values = {**AFTER, "gpu-operator": {**AFTER["gpu-operator"],
+                                        "operator": {"defaultRuntime": "containerd", "tolerations": []}}}
+    errors = schedule_errors(values, nodes(system_taints=[KUBEADM_SERVER_TAINT]))
+    assert ("gpu-operator/gpu-operator (Deployment) cannot land on a system node: taint "
+            "node-role.kubernetes.io/control-plane=:NoSchedule is not tolerated by operator.tolerations" in errors)
+
+
+@pytest.mark.parametrize("toleration, reason", [
+    ({**CONTROL_PLANE_EXISTS, "value": "true"}, "value must be empty when operator is Exists"),
+    ({**CONTROL_PLANE_EXISTS, "tolerationSeconds": 300}, "effect must be NoExecute when tolerationSeconds is set"),
+    ({"operator": "Equal", "value": "true", "effect": "NoSchedule"}, "operator must be Exists when key is empty"),
+    ({**CONTROL_PLANE_EXISTS, "operator": "exists"}, "operator must be Equal or Exists"),
+    ({**CONTROL_PLANE_EXISTS, "effect": "noschedule"}, "effect must be NoSchedule, PreferNoSchedule or NoExecute"),
+    ({"key": "gpufleet.io/pool kubernetes", "operator": "Exists"}, "key must be a label name"),
+    ({"key": "gpufleet.io/pool", "operator": "Equal", "value": "kubernetes pool"}, "value must be a label value"),
+])
+def test_a_toleration_the_api_server_refuses_is_reported_invalid(toleration, reason):
+    values = {**AFTER, "kueue": {**AFTER["kueue"],
+                                 "controllerManager": {"tolerations": [CONTROL_PLANE_EXISTS, toleration]}}}
+    errors = schedule_errors(values, nodes())
+    expected = (f"kueue/kueue-controller-manager (Deployment) is refused by the API server, so it never runs: "
+                f"controllerManager.tolerations[1]: {reason}")
+    assert expected in errors, errors
+    assert not any(e.startswith("kueue/") and "cannot land" in e for e in errors)
+
+
+def test_an_operator_the_api_server_refuses_runs_nowhere_and_labels_no_node():
+    refused = [{**CONTROL_PLANE_EXISTS, "value": "true"}]
+    values = {**AFTER, "gpu-operator": {**AFTER["gpu-operator"],
+                                        "operator": {"defaultRuntime": "containerd", "tolerations": refused}}}
+    errors = schedule_errors(values, nodes())
+    assert any(e.startswith("gpu-operator/gpu-operator (Deployment) is refused by the API server") for e in errors)
+    # No operator, no operand labels: the device plugin lands nowhere.
+    assert any(e.startswith("gpu-operator/device-plugin (DaemonSet) cannot land on admitted GPU node gpu01: "
+                            "node lacks label nvidia.com/gpu.deploy.device-plugin=true") for e in errors)
+
+
+def test_match_fields_selects_gpu_nodes_by_name():
+    values = {**AFTER, "gpu-operator": {**AFTER["gpu-operator"], "node-feature-discovery": {
+        **AFTER["gpu-operator"]["node-feature-discovery"],
+        "worker": {"tolerations": OPERAND_TOLERATIONS,
+                   "affinity": by_name_affinity({"key": "metadata.name", "operator": "In", "values": ["gpu01"]})}}}}
+    errors = schedule_errors(values, nodes())
+    assert ("gpu-operator/nfd-worker (DaemonSet) cannot land on held GPU node gpu04: required node affinity at "
+            "node-feature-discovery.worker.affinity matches no label or field of the node" in errors), errors
+    assert not any(e.startswith("gpu-operator/nfd-worker (DaemonSet) cannot land on admitted GPU node gpu01")
+                   for e in errors)
+
+
+def test_match_fields_on_the_unnamed_system_node_fails_closed():
+    # The model's system node stands for every control-plane node: their names are not known here.
+    affinity = by_name_affinity({"key": "metadata.name", "operator": "In", "values": ["ctl1"]})
+    values = {**AFTER, "kuberay": {**AFTER["kuberay"], "affinity": affinity}}
+    errors = schedule_errors(values, nodes())
+    assert any(e.startswith("kuberay/kuberay-operator (Deployment) cannot be shown to land on a system node: "
+                            "required node affinity at affinity selects by metadata.name") for e in errors), errors
+
+
+def test_an_empty_node_selector_term_matches_no_node():
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}}
+    values = {**AFTER, "kuberay": {**AFTER["kuberay"], "affinity": affinity}}
+    assert ("kuberay/kuberay-operator (Deployment) cannot land on a system node: required node affinity at "
+            "affinity matches no label or field of the node" in schedule_errors(values, nodes()))
+
+
+@pytest.mark.parametrize("requirement, reason", [
+    ({"key": "metadata.labels", "operator": "In", "values": ["x"]}, "matchFields key must be metadata.name"),
+    ({"key": "metadata.name", "operator": "In", "values": ["gpu01", "gpu04"]},
+     "matchFields In and NotIn take exactly one value"),
+    ({"key": "metadata.name", "operator": "Exists"}, "matchFields operator must be In or NotIn"),
+])
+def test_match_fields_the_api_server_refuses_is_reported_invalid(requirement, reason):
+    values = {**AFTER, "kuberay": {**AFTER["kuberay"], "affinity": by_name_affinity(requirement)}}
+    errors = schedule_errors(values, nodes())
+    expected = (f"kuberay/kuberay-operator (Deployment) is refused by the API server, so it never runs: "
+                f"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+                f".matchFields[0]: {reason}")
+    assert expected in errors, errors
+
+
+TOLERATION_POOL = [
+    CONTROL_PLANE_EXISTS,
+    {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+    {"operator": "Exists"},
+    {**CONTROL_PLANE_EXISTS, "value": "true"},
+    {**CONTROL_PLANE_EXISTS, "tolerationSeconds": 60},
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"operator": "Equal", "value": "x"},
+    {"key": "gpufleet.io/gate", "operator": "In", "value": "fail"},
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(TOLERATION_POOL), max_size=4))
+def test_a_component_is_either_refused_or_placed_never_both(tolerations):
+    values = {**AFTER, "kueue": {**AFTER["kueue"], "controllerManager": {"tolerations": tolerations}}}
+    kueue = [e for e in schedule_errors(values, nodes()) if e.startswith("kueue/")]
+    refused = toleration_errors(tolerations, "controllerManager.tolerations")
+    if refused:
+        assert kueue == [f"kueue/kueue-controller-manager (Deployment) is refused by the API server, so it never "
+                         f"runs: {reason}" for reason in refused]
+    else:
+        # An empty list tolerates nothing: the control-plane taint keeps it off the system node.
+        on_system = any(tolerates(t, parse_taint(K3S_SERVER_TAINT)) for t in tolerations)
+        assert (kueue == []) == on_system or any("would land on failed" in e for e in kueue), kueue
