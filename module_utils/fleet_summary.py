@@ -161,7 +161,10 @@ def newest_files(files, limit):
 def gate_report_inputs(files, texts=None, error=None):
     """``[{name, mtime, text}]`` from ``find``'s files and the texts read from them (same order).
 
-    With *error* (the read failed) or a text list of another length, every file is unreadable.
+    With *error* (the read failed) or a text list of another length, every file is unreadable (its
+    mtime kept: an unreadable report newer than a verdict makes that verdict unknown).
+
+    Work at risk: none (read-only).
     """
     files = list(files or [])
     texts = list(texts or [])
@@ -185,7 +188,10 @@ def _mtime(report):
 
 def _unreadable_time(name, mtime):
     """The latest time an unreadable report may stand for: its name's run stamp or its mtime, the newer
-    of the two; None when neither is known (then it may be the newest of all)."""
+    of the two; None when neither is known (then it may be the newest of all).
+
+    Work at risk: none (read-only).
+    """
     match = _NAME_STAMP_RE.search(name)
     known = [t for t in (run_time(match.group(1)) if match else None, mtime) if t is not None]
     return max(known) if known else None

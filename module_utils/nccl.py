@@ -30,7 +30,11 @@ def _strip_prefix(line: str) -> str:
 
 
 def _layout_from_header(tokens: list[str]) -> dict | None:
-    """Column positions from the ``# size count type redop [root] time algbw busbw #wrong|error`` header."""
+    """Column positions from the ``# size count type redop [root] time algbw busbw #wrong|error`` header;
+    ``has_redop`` and ``has_root`` say which of the two columns the header holds.
+
+    Work at risk: none (read-only): ``parse_all_reduce_perf`` refuses a header that is not all-reduce's.
+    """
     names = [t.lstrip("#").lower() for t in tokens]
     if names[:2] != ["size", "count"] or names.count("busbw") != 2:
         return None
@@ -79,7 +83,11 @@ def _collective_problem(rows_bw: list[tuple[int, str, str]], devices: list[dict]
     """Why these rows are not all-reduce's, or None: the ratio busbw/algbw of a row, with the rounding of
     both printed numbers, must hold all_reduce_perf's factor 2(n-1)/n (AllReduceGetBw). With the ranks
     listed as 0..n-1 that factor is known; without them it is at least 1 for any n >= 2, where
-    reduce_scatter, all_gather, alltoall, gather and scatter print (n-1)/n, below 1."""
+    reduce_scatter, all_gather, alltoall, gather and scatter print (n-1)/n, below 1.
+
+    Work at risk: a row wrongly taken for all-reduce's lets another collective's bandwidth pass the
+    all-reduce threshold; any row that contradicts the factor makes the whole run refused (ERROR).
+    """
     ranks = sorted({d["rank"] for d in devices})
     n = len(ranks)
     factor = 2 * (n - 1) / n if n >= 2 and ranks == list(range(n)) else None
