@@ -18,7 +18,9 @@ description:
   - C(nvlink) counts active NVLink links per GPU, through NVML or by parsing C(nvidia-smi nvlink -s).
   - C(dcgm) runs C(dcgmi diag -r N) (text table of DCGM 3.x or 4.x, or C(-j) JSON) and fails on any
     test or GPU that reports Fail, naming both. An unknown result word, an C(Error) row, a section
-    the level runs that is missing or all C(Skip), or a non-zero exit with passing output is an ERROR.
+    the level runs that is missing or all C(Skip), no GPU test that ran (every Integration, Hardware
+    and Stress test skipped, or only the Deployment checks, which is all level 1 runs), or a non-zero
+    exit with passing output is an ERROR.
   - "Gates fail closed (docs/health-gates.md): PASS needs a complete, positive reading. Expected
     counts come from O(expected_count) / O(expected_nvlinks), else from the profile (named by
     O(profile) or selected by the GPU model and count); a check with nothing to judge against is an
@@ -84,10 +86,11 @@ options:
   dcgm_level:
     description:
       - Level passed to C(dcgmi diag -r). The output must hold every section this level runs
-        (1 Deployment; 2 adds Integration and Hardware; 3 and 4 add Stress).
+        (1 Deployment; 2 adds Integration and Hardware; 3 and 4 add Stress) and a GPU test that ran,
+        so level 1, which runs only the Deployment (software) checks, is always an ERROR.
     type: int
     choices: [1, 2, 3, 4]
-    default: 1
+    default: 2
   dcgm_required:
     description:
       - When true, a missing dcgmi is an ERROR. False skips the dcgm check when dcgmi is absent
@@ -198,6 +201,11 @@ def nvml_snapshot(with_nvlink):
 
 
 def run_module():
+    """Run the requested checks and exit with the combined verdict.
+
+    Work at risk: a PASS lets health_gate admit the node to jobs. Every check fails closed (see the
+    module's description): a check that cannot judge is an ERROR, and dcgm at level 1 (no GPU test) is one.
+    """
     module = AnsibleModule(
         argument_spec=dict(
             checks=dict(type="list", elements="str", choices=["inventory", "memory", "nvlink", "dcgm"],
@@ -211,7 +219,7 @@ def run_module():
             nvlink_source=dict(type="str", choices=["nvml", "nvidia_smi"], default="nvml"),
             nvlink_command=dict(type="list", elements="str", default=["nvidia-smi", "nvlink", "-s"]),
             max_retired_pages=dict(type="int", default=60),
-            dcgm_level=dict(type="int", choices=[1, 2, 3, 4], default=1),
+            dcgm_level=dict(type="int", choices=[1, 2, 3, 4], default=2),
             dcgm_required=dict(type="bool", default=True),
             dcgmi_command=dict(type="list", elements="str"),
             timeout=dict(type="int", default=900),

@@ -16,9 +16,11 @@ The table layouts read (dcgmi/Diag.cpp in NVIDIA/DCGM prints both):
   ``|  | GPU0: Pass |``; messages come as rows named ``Warning: GPU0`` / ``Info: GPU0`` (or ``Warning``).
 
 A test's ``result`` is its worst word over the test row and every per-entity row (Fail > Warn > Pass
-> Skip). A result word that is not one of Pass, Fail, Warn, Skip (``Not Run``, an empty cell, any
-other word) is listed in ``unknown``; a row named ``Error`` in ``errors``. The verdict
-(``gate.dcgm_verdict``) judges both; the parser only refuses what it cannot read at all.
+> Skip), except that a test whose every GPU result is Skip is Skip whatever its row says: DCGM's
+overall word is Pass when any entity passed, and no GPU did. A result word that is not one of Pass,
+Fail, Warn, Skip (``Not Run``, an empty cell, any other word) is listed in ``unknown``; a row named
+``Error`` in ``errors``. The verdict (``gate.dcgm_verdict``) judges both; the parser only refuses what
+it cannot read at all.
 """
 
 from __future__ import annotations
@@ -54,6 +56,12 @@ def _worst(words):
 
 
 def _finish(fmt: str, metadata: dict, tests: list[dict], errors: list[str]) -> dict:
+    """The parse result from the tests read: each test's result word, and the lists the verdict judges.
+
+    Work at risk: a test read as Pass lets the verdict admit the node to jobs. A test is Pass only on a
+    known word with no worse one below it, and only when a GPU it lists passed: a Pass row over GPUs
+    that all skipped is Skip; an unknown word is kept in ``unknown`` for the verdict to refuse.
+    """
     unknown, failed_detail = [], []
     for t in tests:
         text_row = t.pop("text_row", False)
@@ -63,6 +71,9 @@ def _finish(fmt: str, metadata: dict, tests: list[dict], errors: list[str]) -> d
         for w in bad:
             unknown.append(f"{t['name']}: {w!r}" if w else f"{t['name']}: empty result")
         t["result"] = _worst(words) if not bad else (bad[0] or "")
+        gpu_words = [e["result"] for e in t["entities"] if e["entity"].startswith("GPU")]
+        if t["result"] == "Pass" and gpu_words and not any(w in ("Pass", "Warn") for w in gpu_words):
+            t["result"] = "Skip"
         if t["result"] == "Fail":
             gpus = [e["entity"] for e in t["entities"] if e["result"] == "Fail"]
             if not gpus and t["detail"]:

@@ -6,7 +6,8 @@ document and the renderers print it as a console table, JSON, or a self-containe
 
 Fail safe: what cannot be read is shown as ``unknown``, never as healthy or in service. A node with no
 readable gate verdict is ``never gated`` only when every gate report was read; otherwise its verdict is
-``UNKNOWN``.
+``UNKNOWN``. The newest readable verdict stands only when it is dated in the past and no unreadable
+report is newer; only reports of this cluster count, and without a cluster name none does.
 """
 
 from __future__ import annotations
@@ -30,9 +31,14 @@ POOLS = ("slurm", "k8s", "parked", "none", UNKNOWN)
 VERDICTS = ("PASS", "FAIL", "ERROR", "UNKNOWN", NEVER)
 # Slurm base states that take jobs, and flags that keep a node from taking new ones (slurm_state.py).
 _SERVING = frozenset({"IDLE", "ALLOCATED", "MIXED", "COMPLETING"})
+# A node in an active MAINT reservation takes only that reservation's jobs: scontrol prints the flag as
+# MAINTENANCE (State=IDLE+MAINTENANCE+RESERVED), sinfo's "$" suffix reads as MAINT (slurm_state.SUFFIX_FLAGS).
 _HOLDING = frozenset({"DRAIN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN", "POWER_DOWN",
-                      "POWERING_UP", "REBOOT_REQUESTED", "REBOOT_ISSUED", "INVALID_REG", "FUTURE", "BLOCKED"})
+                      "POWERING_UP", "REBOOT_REQUESTED", "REBOOT_ISSUED", "INVALID_REG", "FUTURE", "BLOCKED",
+                      "MAINT", "MAINTENANCE"})
 _RUN_STAMP_RE = re.compile(r"^(\d{8}T\d{4}(?:\d{2})?)")
+# A run stamp in a report's file name (health_gate writes gate-<run>.json).
+_NAME_STAMP_RE = re.compile(r"(?<!\d)(\d{8}T\d{4}(?:\d{2})?)(?!\d)")
 
 # Colours of the HTML picture (fill = pool, outline and badge = verdict).
 POOL_COLOURS = {"slurm": "#cfe3ff", "k8s": "#d9f2d0", "parked": "#f3e6c8", "none": "#eeeeee", UNKNOWN: "#ffffff"}
@@ -155,13 +161,16 @@ def newest_files(files, limit):
 def gate_report_inputs(files, texts=None, error=None):
     """``[{name, mtime, text}]`` from ``find``'s files and the texts read from them (same order).
 
-    With *error* (the read failed) or a text list of another length, every file is unreadable.
+    With *error* (the read failed) or a text list of another length, every file is unreadable (its
+    mtime kept: an unreadable report newer than a verdict makes that verdict unknown).
+
+    Work at risk: none (read-only).
     """
     files = list(files or [])
     texts = list(texts or [])
     if error or len(texts) != len(files):
         why = str(error or f"read {len(texts)} texts for {len(files)} files")[:160]
-        return [{"name": _basename(f.get("path")), "error": why} for f in files]
+        return [{"name": _basename(f.get("path")), "mtime": f.get("mtime"), "error": why} for f in files]
     return [{"name": _basename(f.get("path")), "mtime": f.get("mtime"), "text": t}
             for f, t in zip(files, texts, strict=True)]
 
@@ -170,45 +179,76 @@ def _basename(path):
     return str(path or "?").rstrip("/").rsplit("/", 1)[-1]
 
 
-def parse_gate_reports(reports, cluster=None):
+def _mtime(report):
+    try:
+        return float(report.get("mtime"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _unreadable_time(name, mtime):
+    """The latest time an unreadable report may stand for: its name's run stamp or its mtime, the newer
+    of the two; None when neither is known (then it may be the newest of all).
+
+    Work at risk: none (read-only).
+    """
+    match = _NAME_STAMP_RE.search(name)
+    known = [t for t in (run_time(match.group(1)) if match else None, mtime) if t is not None]
+    return max(known) if known else None
+
+
+def parse_gate_reports(reports, cluster=None, now=None):
     """Read gate reports (``[{name, mtime, text}]``; health_gate writes ``{cluster, run_id, nodes, rows}``).
 
-    Returns ``{"runs": [{name, run_id, at, nodes, rows}] newest first, "unreadable": [name: why],
-    "other_clusters": [name]}``. A file that is not JSON, or has no ``nodes`` mapping, is unreadable (its
-    verdicts are unknown, never PASS). With *cluster*, a report of another cluster (one directory of reports
-    can serve several inventories) is set aside, and a report that names no cluster is unreadable: it
-    cannot be told apart from another cluster's.
+    Returns ``{"runs": [{name, run_id, at, nodes, rows}] newest first, "undated": [run], "unreadable":
+    ["name: why"], "unreadable_at": [{name, why, at}], "other_clusters": [name]}``. A run's time is its run
+    id's UTC stamp, else the file's mtime. A run whose time is after *now* or not known at all is in
+    ``undated``, never in ``runs``: it cannot be ordered against the real ones. A file that is not JSON,
+    or has no ``nodes`` mapping, is unreadable (its verdicts are unknown, never PASS); ``at`` is the latest
+    time it may stand for. Only reports of *cluster* count: another cluster's (one directory of reports
+    can serve several inventories) is set aside, one that names no cluster is unreadable, and without
+    *cluster* every report is unreadable, since none can be told apart from another cluster's.
+
+    Work at risk: none (read-only).
     """
-    runs, unreadable, other = [], [], []
+    runs, undated, unreadable, other = [], [], [], []
+
+    def refuse(name, why, mtime):
+        unreadable.append({"name": name, "why": why, "at": _unreadable_time(name, mtime)})
+
     for report in reports or []:
         name = str(report.get("name") or "?")
+        mtime = _mtime(report)
         if report.get("error"):
-            unreadable.append(f"{name}: {report['error']}")
+            refuse(name, str(report["error"]), mtime)
             continue
         try:
             doc = json.loads(report.get("text") or "")
         except ValueError as exc:
-            unreadable.append(f"{name}: not JSON ({exc.msg})")
+            refuse(name, f"not JSON ({exc.msg})", mtime)
             continue
         if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), dict):
-            unreadable.append(f"{name}: no 'nodes' mapping")
+            refuse(name, "no 'nodes' mapping", mtime)
             continue
-        if cluster:
-            if not doc.get("cluster"):
-                unreadable.append(f"{name}: names no cluster")
-                continue
-            if str(doc["cluster"]) != str(cluster):
-                other.append(name)
-                continue
-        try:
-            mtime = float(report.get("mtime"))
-        except (TypeError, ValueError):
-            mtime = None
+        if not cluster:
+            refuse(name, "cluster_name unset: cannot tell this cluster's reports from another's", mtime)
+            continue
+        if not doc.get("cluster"):
+            refuse(name, "names no cluster", mtime)
+            continue
+        if str(doc["cluster"]) != str(cluster):
+            other.append(name)
+            continue
         at = run_time(doc.get("run_id"))
-        runs.append({"name": name, "run_id": str(doc.get("run_id") or ""), "at": at if at is not None else mtime,
-                     "nodes": doc["nodes"], "rows": doc.get("rows") if isinstance(doc.get("rows"), list) else []})
-    runs.sort(key=lambda r: (r["at"] is not None, r["at"] or 0, r["name"]), reverse=True)
-    return {"runs": runs, "unreadable": unreadable, "other_clusters": other}
+        run = {"name": name, "run_id": str(doc.get("run_id") or ""), "at": at if at is not None else mtime,
+               "nodes": doc["nodes"], "rows": doc.get("rows") if isinstance(doc.get("rows"), list) else []}
+        if run["at"] is None or (now is not None and run["at"] > now):
+            undated.append(run)
+        else:
+            runs.append(run)
+    runs.sort(key=lambda r: (r["at"], r["name"]), reverse=True)
+    return {"runs": runs, "undated": undated, "unreadable": [f"{u['name']}: {u['why']}" for u in unreadable],
+            "unreadable_at": unreadable, "other_clusters": other}
 
 
 def _figures(rows, node):
@@ -225,21 +265,34 @@ def _figures(rows, node):
     return out
 
 
+def _unknown_view(reason, at, source):
+    return {"verdict": "UNKNOWN", "gate": "", "figure": "", "threshold": "", "reason": reason, "figures": [],
+            "run_id": "", "at": at, "source": source}
+
+
 def gate_view(node, gates, slurm_reason, complete, now):
     """The last gate verdict of *node*: ``{verdict, gate, figure, threshold, reason, figures, run_id, at, age,
     source}``.
 
-    Sources, newest first: the gate reports, and a ``gpufleet:gate`` reason in Slurm (a FAIL that no report
-    read here records). A verdict word other than PASS/FAIL/ERROR is UNKNOWN. No verdict at all is
-    ``never gated`` when *complete* (every report was read), else UNKNOWN.
+    Sources, newest first: the gate reports (``parse_gate_reports``), and a ``gpufleet:gate`` reason in
+    Slurm (a FAIL that no report read here records). A verdict word other than PASS/FAIL/ERROR is UNKNOWN.
+    The newest report that names the node decides only when it can be ordered: a report dated in the
+    future (or with no time) that names it, or an unreadable report newer than the deciding one, makes the
+    verdict UNKNOWN. The Slurm drain decides when it is newer than the report's verdict or its run id
+    carries no time (the node is drained by the gate now; no report can be shown to have cleared it). No
+    verdict at all is ``never gated`` when *complete* (every report was read), else UNKNOWN.
+
+    Work at risk: none (read-only).
     """
-    found = None
-    for run in gates["runs"]:
-        if node in run["nodes"]:
-            found = run
-            break
     view = None
-    if found is not None:
+    future = next((run for run in gates.get("undated") or [] if node in run["nodes"]), None)
+    found = next((run for run in gates["runs"] if node in run["nodes"]), None)
+    if future is not None:
+        when = f"run {future['run_id']}" if future["run_id"] else "its file time"
+        why = ("has no time" if future["at"] is None else f"is dated in the future ({when}, {_iso(future['at'])})")
+        view = _unknown_view(f"report {future['name']} {why}: it cannot be ordered against the others",
+                             None, future["name"])
+    elif found is not None:
         row = found["nodes"][node] if isinstance(found["nodes"][node], dict) else {}
         word = str(row.get("verdict") or "")
         verdict = word if word in ("PASS", "FAIL", "ERROR") else "UNKNOWN"
@@ -250,10 +303,15 @@ def gate_view(node, gates, slurm_reason, complete, now):
                 "threshold": str(row.get("threshold") or ""), "reason": reason,
                 "figures": _figures(found["rows"], node), "run_id": found["run_id"], "at": found["at"],
                 "source": found["name"]}
+        newer = [u for u in gates.get("unreadable_at") or [] if u["at"] is None or u["at"] > found["at"]]
+        if newer:
+            newest = max(newer, key=lambda u: (u["at"] is None, u["at"] or 0))
+            view = _unknown_view(f"newer report {newest['name']} is unreadable ({newest['why'][:80]})",
+                                 newest["at"], newest["name"])
     ours = parse_reason(slurm_reason)
     if ours and ours["kind"] == "gate" and (view is None or ours["run_id"] != view["run_id"]):
         at = run_time(ours["run_id"])
-        if view is None or view["at"] is None or (at is not None and at >= view["at"]):
+        if view is None or view["at"] is None or at is None or at >= view["at"]:
             gate, _, figure = ours["detail"].partition(":")
             view = {"verdict": "FAIL", "gate": gate, "figure": figure, "threshold": "",
                     "reason": ours["detail"] or "gate failed (Slurm reason)", "figures": [],
@@ -271,7 +329,13 @@ def gate_view(node, gates, slurm_reason, complete, now):
 
 
 def _slurm_scheduler(view):
-    """``(state text, serving)`` of a slurm_node_info node: serving is True/False (never None here)."""
+    """``(state text, serving)`` of a slurm_node_info node: serving is True/False (never None here).
+
+    Serving needs a base state that takes jobs, a partition, and no flag that keeps new jobs off the node
+    (a drain, a failure, power states, a MAINT reservation).
+
+    Work at risk: none (read-only).
+    """
     flags = sorted(view.get("flags") or [])
     base = str(view.get("state") or UNKNOWN)
     text = "+".join([base, *flags])
@@ -342,8 +406,12 @@ def build_summary(nodes, slurm=None, k8s=None, hosts=None, gate_reports=None, no
     * *k8s*: a ``kubernetes.core.k8s_info`` result for kind Node, or a failed/unreachable/skipped task result
       (shown as unknown / skipped), or None (no Kubernetes server: skipped);
     * *hosts*: ``host_facts`` output; *gate_reports*: ``[{name, mtime, text}]`` (or ``{name, error}``);
-    * *now*: epoch seconds (ages are measured from it); *gate_reports_complete*: every report file was read
-      (False when only the newest were, or the directory could not be listed).
+    * *now*: epoch seconds (ages are measured from it, and a report dated after it is not a verdict);
+      *gate_reports_complete*: every report file was read (False when only the newest were, or the
+      directory could not be listed);
+    * *cluster*: this inventory's ``cluster_name``; without it no gate report counts.
+
+    Work at risk: none (read-only).
     """
     if not isinstance(nodes, (list, tuple)):
         raise FleetSummaryError(f"fleet summary: nodes must be a list of names, got {type(nodes).__name__}")
@@ -352,7 +420,7 @@ def build_summary(nodes, slurm=None, k8s=None, hosts=None, gate_reports=None, no
     k8s_status, k8s_nodes = _source_state(k8s, "Kubernetes")
     if k8s_status == "read" and k8s_nodes is None:
         k8s_status = "unreadable: Kubernetes nodes missing"
-    gates = parse_gate_reports(gate_reports, cluster=cluster)
+    gates = parse_gate_reports(gate_reports, cluster=cluster, now=now)
     complete = bool(gate_reports_complete) and not gates["unreadable"]
 
     rows = []
@@ -429,6 +497,7 @@ def build_summary(nodes, slurm=None, k8s=None, hosts=None, gate_reports=None, no
             "slurm": slurm_status,
             "kubernetes": k8s_status,
             "gate_reports": {"read": len(gates["runs"]), "unreadable": gates["unreadable"],
+                             "undated": [run["name"] for run in gates["undated"]],
                              "other_clusters": len(gates["other_clusters"]), "complete": complete},
         },
         "totals": totals,
@@ -468,6 +537,8 @@ def _sources_line(summary):
     text = f"sources: slurm {src['slurm']}; kubernetes {src['kubernetes']}; gate reports {gates['read']} read"
     if gates.get("other_clusters"):
         text += f", {gates['other_clusters']} of other clusters set aside"
+    if gates.get("undated"):
+        text += f", {len(gates['undated'])} dated in the future ({'; '.join(gates['undated'][:3])})"
     if gates["unreadable"]:
         text += f", {len(gates['unreadable'])} unreadable ({'; '.join(gates['unreadable'][:3])})"
     if not gates["complete"]:

@@ -686,8 +686,13 @@ def dcgm_verdict(parsed: Mapping, level: int | None = None) -> dict:
     * FAIL: any test (or any GPU of a test) says Fail; the reason names the test and the GPUs.
     * ERROR: a result word that is not Pass/Fail/Warn/Skip (``Not Run``, empty, unknown), an
       ``Error`` row, a section the ``level`` runs that is missing or has no test that ran (all Skip),
-      or no test that ran at all.
+      no GPU test that ran (every Integration, Hardware and Stress test skipped, or none at all: level 1
+      runs only the Deployment checks), or no test that ran at all.
     * PASS otherwise; warnings are kept in the figures.
+
+    Work at risk: a PASS admits the node to jobs (health_gate resumes a node it held). PASS needs a
+    GPU test that ran and every section the level runs; anything the parse could not fully read is an
+    ERROR, never a PASS.
     """
     figures = {"dcgm_failed": list(parsed["failed"]), "dcgm_warned": list(parsed["warned"]),
                "dcgm_version": parsed.get("metadata", {}).get("DCGM Version"), "dcgm_level": level}
@@ -709,6 +714,13 @@ def dcgm_verdict(parsed: Mapping, level: int | None = None) -> dict:
     skipped = [s for s in wanted if s in seen and s not in ran]
     if skipped:
         problems.append(f"every {', '.join(skipped)} test skipped")
+    gpu_tests = [t for t in parsed["tests"] if t["section"] != "Deployment"]
+    if not problems and not any(t["result"] in ("Pass", "Warn") for t in gpu_tests):
+        if gpu_tests:
+            sections = list(dict.fromkeys(t["section"] for t in gpu_tests))
+            problems.append(f"every GPU test skipped ({', '.join(sections)})")
+        else:
+            problems.append("no GPU test ran (the output holds only the metadata and the Deployment checks)")
     if not ran and not problems:
         problems.append("no test ran (all Skip)")
     if problems:

@@ -18,6 +18,11 @@ _OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(\S+)\s*(\S*)")
 _BITWISE_RE = re.compile(r"^#?\s*Bitwise mismatches\s*:\s*(\S+)\s*(\S*)")
 # Lines that report a fault once the table started: an NCCL warning, nccl-tests' own error lines.
 _FAULT_RE = re.compile(r"\bNCCL WARN\b|^#\s*error\b|\bTest (?:NCCL |CUDA )?failure\b", re.IGNORECASE)
+# nccl-tests 2.17 and later name the program before and after the run (src/util.cu, writeDeviceReport
+# and writeResultFooter): "# Collective test starting: all_reduce_perf". A build with MPI=1 may be
+# installed as all_reduce_perf_mpi.
+_PROGRAM_RE = re.compile(r"^#\s*Collective test (?:starting|concluded)\s*:\s*(\S+)")
+ALL_REDUCE_PROGRAMS = ("all_reduce_perf", "all_reduce_perf_mpi")
 
 
 def _strip_prefix(line: str) -> str:
@@ -25,7 +30,11 @@ def _strip_prefix(line: str) -> str:
 
 
 def _layout_from_header(tokens: list[str]) -> dict | None:
-    """Column positions from the ``# size count type redop [root] time algbw busbw #wrong|error`` header."""
+    """Column positions from the ``# size count type redop [root] time algbw busbw #wrong|error`` header;
+    ``has_redop`` and ``has_root`` say which of the two columns the header holds.
+
+    Work at risk: none (read-only): ``parse_all_reduce_perf`` refuses a header that is not all-reduce's.
+    """
     names = [t.lstrip("#").lower() for t in tokens]
     if names[:2] != ["size", "count"] or names.count("busbw") != 2:
         return None
@@ -45,6 +54,7 @@ def _layout_from_header(tokens: list[str]) -> dict | None:
         "blocks": blocks,
         "format": "current" if blocks[0][2] == "wrong" else "legacy",
         "has_root": "root" in names,
+        "has_redop": names[2:4] == ["type", "redop"],
     }
 
 
@@ -63,6 +73,39 @@ def _count(text: str, what: str, lineno: int) -> int:
         raise ParseError(f"all_reduce_perf: line {lineno}: {exc}") from None
 
 
+def _half_unit(token: str) -> float:
+    """Half the last printed digit of a number: the most its rounding can hide (``1.07``: 0.005)."""
+    decimals = len(token.partition(".")[2]) if "." in token else 0
+    return 0.5 * 10.0 ** -decimals
+
+
+def _collective_problem(rows_bw: list[tuple[int, str, str]], devices: list[dict]) -> str | None:
+    """Why these rows are not all-reduce's, or None: the ratio busbw/algbw of a row, with the rounding of
+    both printed numbers, must hold all_reduce_perf's factor 2(n-1)/n (AllReduceGetBw). With the ranks
+    listed as 0..n-1 that factor is known; without them it is at least 1 for any n >= 2, where
+    reduce_scatter, all_gather, alltoall, gather and scatter print (n-1)/n, below 1.
+
+    Work at risk: a row wrongly taken for all-reduce's lets another collective's bandwidth pass the
+    all-reduce threshold; any row that contradicts the factor makes the whole run refused (ERROR).
+    """
+    ranks = sorted({d["rank"] for d in devices})
+    n = len(ranks)
+    factor = 2 * (n - 1) / n if n >= 2 and ranks == list(range(n)) else None
+    for lineno, alg, bus in rows_bw:
+        a, b = float(alg), float(bus)
+        ha, hb = _half_unit(alg), _half_unit(bus)
+        if a - ha <= 0:
+            continue  # 0.00: the row says nothing about the ratio
+        low, high = max(0.0, b - hb) / (a + ha), (b + hb) / (a - ha)
+        if factor is not None and not low - 1e-9 <= factor <= high + 1e-9:
+            return (f"line {lineno}: busbw/algbw {bus}/{alg} is not all_reduce_perf's 2(n-1)/n = {factor:.3f} "
+                    f"for the {n} ranks listed (the output of another collective?)")
+        if factor is None and high < 1 - 1e-9:
+            return (f"line {lineno}: busbw/algbw {bus}/{alg} is below 1, and all_reduce_perf's 2(n-1)/n is at "
+                    "least 1 (the output of reduce_scatter, all_gather or alltoall?)")
+    return None
+
+
 def parse_all_reduce_perf(text: str) -> dict:
     """Parse an ``all_reduce_perf`` (nccl-tests) run.
 
@@ -77,6 +120,18 @@ def parse_all_reduce_perf(text: str) -> dict:
     ``unchecked`` counts the ``N/A`` cells; ``faults`` keeps the ``NCCL WARN`` / ``# error`` /
     ``Test failure`` lines seen once the table started. Every number must be finite: ``nan``/``inf``
     or a word in a number column raises ParseError.
+
+    Only all_reduce_perf's output is read; another collective's raises ParseError: a program named in
+    a ``# Collective test`` line other than ``all_reduce_perf`` (nccl-tests 2.17 and later), a row whose
+    redop is ``none`` (all_gather, alltoall, broadcast, gather, scatter) or whose root is not -1
+    (broadcast, reduce), a legacy header without the redop column or with a root column, or a row whose
+    busbw/algbw cannot be all-reduce's factor (see ``_collective_problem``: reduce_scatter, all_gather,
+    alltoall). sendrecv_perf between two ranks (busbw = algbw, as all-reduce's over two ranks) cannot
+    be told apart where the output does not name its program.
+
+    Work at risk: the gate's PASS admits a node to jobs. Output the parser does not fully understand
+    (truncated, foreign, another collective, a number that is not finite) raises ParseError, which the
+    gate reports as an ERROR, never a PASS.
     """
     if not text or not text.strip():
         raise ParseError("all_reduce_perf: empty output")
@@ -88,6 +143,7 @@ def parse_all_reduce_perf(text: str) -> dict:
     devices = []
     bitwise = None
     faults: list[str] = []
+    rows_bw: list[tuple[int, str, str]] = []
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = _strip_prefix(raw).rstrip()
         if not line.strip():
@@ -101,6 +157,11 @@ def parse_all_reduce_perf(text: str) -> dict:
             bitwise = (bitwise or 0) + (mismatches or (1 if m.group(2).upper() == "FAILED" else 0))
             continue
         if stripped.startswith("#"):
+            if m := _PROGRAM_RE.match(stripped):
+                if m.group(1) not in ALL_REDUCE_PROGRAMS:
+                    raise ParseError(f"all_reduce_perf: line {lineno}: the output is {m.group(1)}'s "
+                                     f"({stripped[:60]!r}), not all_reduce_perf's")
+                continue
             if m := _AVG_RE.match(stripped):
                 avg = _number(m.group(1), "Avg bus bandwidth", lineno)
                 continue
@@ -127,6 +188,12 @@ def parse_all_reduce_perf(text: str) -> dict:
             )
         row = {"size": _count(tokens[0], "size", lineno), "count": _count(tokens[1], "count", lineno),
                "type": tokens[2], "redop": tokens[3]}
+        if layout["has_redop"] and row["redop"].lower() == "none":
+            raise ParseError(f"all_reduce_perf: line {lineno} has redop 'none': the output of a collective "
+                             "without a reduction (all_gather, alltoall, broadcast), not all_reduce_perf's")
+        if layout["has_root"] and layout["has_redop"] and tokens[4] != "-1":
+            raise ParseError(f"all_reduce_perf: line {lineno} has root {tokens[4]}: the output of a rooted "
+                             "collective (reduce, broadcast), not all_reduce_perf's")
         for placement, start, check in layout["blocks"]:
             block = {
                 "time": _number(tokens[start], "time", lineno),
@@ -139,6 +206,7 @@ def parse_all_reduce_perf(text: str) -> dict:
             else:
                 block["error"] = None if value.upper() == "N/A" else _number(value, "error", lineno)
             row[placement] = block
+            rows_bw.append((lineno, tokens[start + 1], tokens[start + 2]))
         key = (row["type"], row["redop"])
         if any((r["type"], r["redop"]) == key and r["size"] >= row["size"] for r in rows):
             raise ParseError(f"all_reduce_perf: line {lineno}: size {row['size']} {key[0]} {key[1]} repeats or "
@@ -146,6 +214,9 @@ def parse_all_reduce_perf(text: str) -> dict:
         rows.append(row)
     if layout is None:
         raise ParseError("all_reduce_perf: no result table header (not nccl-tests output?)")
+    if not layout["has_redop"] or (layout["format"] == "legacy" and layout["has_root"]):
+        raise ParseError("all_reduce_perf: the table header is not all_reduce_perf's (size count type redop, "
+                         f"{'and a root column' if layout['has_redop'] else 'no redop column'}): another collective")
     if not rows:
         raise ParseError("all_reduce_perf: result header but no result rows (truncated?)")
     if avg is None:
@@ -154,6 +225,8 @@ def parse_all_reduce_perf(text: str) -> dict:
         )
     if oob is None:
         raise ParseError("all_reduce_perf: no 'Out of bounds values' line after the table (truncated?)")
+    if problem := _collective_problem(rows_bw, devices):
+        raise ParseError(f"all_reduce_perf: {problem}")
     unchecked = 0
     if layout["format"] == "current":
         counts = [r[p]["wrong"] for r in rows for p in ("out_of_place", "in_place")]

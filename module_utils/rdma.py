@@ -177,7 +177,12 @@ def parse_ib_write_bw(text: str) -> dict:
     Tolerates perftest warning lines inside the result table. Returns ``{"device", "link_layer",
     "transport", "unit": "Gb/sec"|"MB/sec", "rows": [{"bytes", "iterations", "bw_peak", "bw_avg",
     "msg_rate_mpps", "bw_avg_gbps"}], "bw_avg_gbps"}`` where the top-level ``bw_avg_gbps`` is that of
-    the largest message size, in Gb/s whatever unit was printed.
+    the largest message size, in Gb/s whatever unit was printed. Every bandwidth and rate must be a
+    finite number: ``nan``/``-nan``/``inf`` (perftest prints a double with ``%lf``) raises ParseError.
+
+    Work at risk: the gate's PASS admits a node to jobs. A table the parser does not fully read
+    (truncated, unknown unit, a number that is not finite) raises ParseError, which the gate reports as
+    an ERROR, never a PASS (``nan`` compares as not below any threshold).
     """
     if not text or not text.strip():
         raise ParseError("ib_write_bw: empty output")
@@ -208,10 +213,15 @@ def parse_ib_write_bw(text: str) -> dict:
         if len(tokens) != 5:
             raise ParseError(f"ib_write_bw: line {lineno} has {len(tokens)} columns, expected 5 (truncated?)")
         try:
-            row = {"bytes": int(tokens[0]), "iterations": int(tokens[1]), "bw_peak": float(tokens[2]),
-                   "bw_avg": float(tokens[3]), "msg_rate_mpps": float(tokens[4])}
+            row = {"bytes": int(tokens[0]), "iterations": int(tokens[1])}
         except ValueError:
             raise ParseError(f"ib_write_bw: line {lineno} is not a result row: {line!r}") from None
+        for key, token, what in (("bw_peak", tokens[2], "BW peak"), ("bw_avg", tokens[3], "BW average"),
+                                 ("msg_rate_mpps", tokens[4], "MsgRate")):
+            try:
+                row[key] = finite(token, what)
+            except ParseError as exc:
+                raise ParseError(f"ib_write_bw: line {lineno}: {exc}") from None
         row["bw_avg_gbps"] = round(row["bw_avg"] * (1.0 if unit == "Gb/sec" else _MB_TO_GBIT), 3)
         rows.append(row)
     if unit is None:

@@ -1,4 +1,5 @@
 """The fleet summary: built from real captures of the lab, unknown is never healthy, renderers are honest."""
+import datetime
 import json
 import pathlib
 import re
@@ -23,7 +24,7 @@ from ansible.module_utils.k8s_state import POOL_LABEL
 from ansible.module_utils.pool_live import node_view
 from ansible.module_utils.slurm_state import parse_scontrol_nodes
 from conftest import without_provenance
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 CAPTURES = pathlib.Path(__file__).parent / "captures"
@@ -59,7 +60,8 @@ def hosts(gpus=None):
 
 
 def report(name, mtime=NOW - 600):
-    return {"name": name.replace(".json.txt", ".json"), "mtime": mtime, "text": capture(name)}
+    """A real lab report of this fleet (cluster gpulab), as health_gate writes it now."""
+    return with_cluster(name, "gpulab", mtime)
 
 
 def by_name(summary):
@@ -82,7 +84,7 @@ def test_lab_capture_gives_pool_state_serving_and_reason_per_node():
 
 
 def test_pass_report_gives_verdict_figures_and_age():
-    summary = build_summary(NODES, slurm=slurm_result(), hosts=hosts(), now=NOW,
+    summary = build_summary(NODES, slurm=slurm_result(), hosts=hosts(), now=NOW, cluster="gpulab",
                             gate_reports=[report("gate_report_lab_pass.json.txt")])
     gate = by_name(summary)["gpu03"]["gate"]
     assert gate["verdict"] == "PASS" and gate["run_id"] == "20261123T205724"
@@ -97,9 +99,9 @@ def test_newest_report_decides_and_error_shows_the_failing_gate():
     older = report("gate_report_lab_pass.json.txt")
     newer = report("gate_report_lab_error.json.txt")
     # The ERROR run id (20261123T205551) is older than the PASS run: the PASS decides.
-    gate = by_name(build_summary(NODES, slurm=slurm_result(), gate_reports=[newer, older], now=NOW))["gpu01"]["gate"]
+    gate = gate_of("gpu01", [newer, older])
     assert gate["verdict"] == "PASS"
-    summary = build_summary(NODES, slurm=slurm_result(), gate_reports=[newer], now=NOW)
+    summary = build_summary(NODES, slurm=slurm_result(), gate_reports=[newer], now=NOW, cluster="gpulab")
     gate = by_name(summary)["gpu01"]["gate"]
     assert gate["verdict"] == "ERROR" and gate["gate"] == "gpu" and "pynvml" in gate["reason"]
     line = next(ln for ln in render_table(summary) if ln.startswith("gpu01"))
@@ -115,7 +117,7 @@ def test_a_gate_reason_in_slurm_without_a_report_is_a_fail_with_its_figure():
     text = capture("scontrol_show_node_lab.txt").replace(
         "Reason=admin: replacing fan [root@2026-11-22T00:03:32]",
         "Reason=gpufleet:gate,to=slurm,run=20261123T2100,nccl:busbw_5.5GB/s_below_98GB/s [root@2026-11-23T21:00:01]")
-    summary = build_summary(NODES, slurm=slurm_result(text), now=NOW,
+    summary = build_summary(NODES, slurm=slurm_result(text), now=NOW, cluster="gpulab",
                             gate_reports=[report("gate_report_lab_pass.json.txt")])
     gate = by_name(summary)["gpu02"]["gate"]
     assert gate["verdict"] == "FAIL" and gate["gate"] == "nccl" and gate["figure"].startswith("busbw_5.5GB/s")
@@ -165,8 +167,9 @@ def test_reports_not_all_read_make_ungated_nodes_unknown():
 def test_a_verdict_word_that_is_not_known_is_unknown_never_pass(word):
     doc = json.loads(capture("gate_report_lab_pass.json.txt"))
     doc["nodes"]["gpu01"]["verdict"] = word
+    doc["cluster"] = "gpulab"
     reports = [{"name": "gate-w.json", "mtime": NOW, "text": json.dumps(doc)}]
-    gate = by_name(build_summary(NODES, slurm=slurm_result(), gate_reports=reports, now=NOW))["gpu01"]["gate"]
+    gate = gate_of("gpu01", reports)
     assert gate["verdict"] == "UNKNOWN"
 
 
@@ -195,7 +198,7 @@ def test_property_no_unreadable_source_ever_reads_as_healthy(slurm, k8s, gates, 
     gates_in = {"none": [], "pass": [report("gate_report_lab_pass.json.txt")],
                 "corrupt": [{"name": "g.json", "mtime": NOW, "text": "{"}]}[gates]
     summary = build_summary(NODES, slurm=slurm_in, k8s=k8s_in, hosts=hosts() if facts else {},
-                            gate_reports=gates_in, now=NOW)
+                            gate_reports=gates_in, now=NOW, cluster="gpulab")
     for row in summary["nodes"]:
         if slurm in ("failed", "unreachable"):
             assert row["in_service"] == "unknown" and row["pool"] == "unknown", row
@@ -307,11 +310,11 @@ def test_list_reports_counts_an_unreadable_directory_as_skipped(tmp_path, monkey
     assert out["isdir"] and out["files"] == [] and str(tmp_path) in out["skipped"]
 
 
-def with_cluster(name, cluster):
+def with_cluster(name, cluster, mtime=NOW - 600):
     """The real lab report, as health_gate now writes it: with the cluster it belongs to."""
     doc = json.loads(capture(name))
     doc["cluster"] = cluster
-    return {"name": name.replace(".json.txt", ".json"), "mtime": NOW - 600, "text": json.dumps(doc)}
+    return {"name": name.replace(".json.txt", ".json"), "mtime": mtime, "text": json.dumps(doc)}
 
 
 def test_a_report_of_another_cluster_is_set_aside_not_read_as_this_fleets_verdict():
@@ -333,7 +336,119 @@ def test_a_report_of_this_cluster_is_read():
 
 
 def test_a_report_that_names_no_cluster_is_unreadable_when_the_cluster_is_known():
+    # The capture as the lab wrote it, before health_gate named the cluster in its reports.
+    bare = {"name": "gate_report_lab_pass.json", "mtime": NOW - 600, "text": capture("gate_report_lab_pass.json.txt")}
     summary = build_summary(NODES, slurm=slurm_result(), hosts=hosts(), now=NOW, cluster="gpulab",
-                            gate_reports=[report("gate_report_lab_pass.json.txt")])
+                            gate_reports=[bare])
     assert {r["gate"]["verdict"] for r in summary["nodes"]} == {"UNKNOWN"}
     assert summary["sources"]["gate_reports"]["unreadable"] == ["gate_report_lab_pass.json: names no cluster"]
+
+
+# --- the newest readable verdict decides, and only from the past --------------------------------
+
+def own(name, mtime=NOW - 600, **fields):
+    """A real lab report as health_gate writes it (with its cluster, file named for its run), *fields* changed."""
+    doc = json.loads(capture(name))
+    doc["cluster"] = "gpulab"
+    doc.update(fields)
+    return {"name": f"gate-{doc['run_id']}.json", "mtime": mtime, "text": json.dumps(doc)}
+
+
+def gate_of(node, reports, slurm=None, cluster="gpulab"):
+    summary = build_summary(NODES, slurm=slurm or slurm_result(), gate_reports=reports, now=NOW, cluster=cluster)
+    return by_name(summary)[node]["gate"]
+
+
+def test_a_report_dated_in_the_future_never_outranks_the_real_newest_one():
+    # A controller whose clock ran a day ahead wrote a PASS; the real newest run (20261123T205551) found
+    # gpu01 in ERROR. The future stamp must not make its PASS the newest verdict.
+    real = own("gate_report_lab_error.json.txt", mtime=NOW - 700)
+    future = own("gate_report_lab_pass.json.txt", mtime=NOW + 86400, run_id="20261124T205724")
+    gate = gate_of("gpu01", [future, real])
+    assert gate["verdict"] == "UNKNOWN", gate
+    assert "future" in gate["reason"] and "gate-20261124T205724.json" in gate["reason"]
+    summary = build_summary(NODES, slurm=slurm_result(), gate_reports=[future, real], now=NOW, cluster="gpulab")
+    assert "1 dated in the future (gate-20261124T205724.json)" in render_table(summary)[1]
+
+
+def test_a_report_with_no_run_stamp_and_a_future_file_time_never_outranks_the_real_one():
+    real = own("gate_report_lab_error.json.txt", mtime=NOW - 700)
+    future = own("gate_report_lab_pass.json.txt", mtime=NOW + 3600, run_id="r42")
+    assert gate_of("gpu01", [future, real])["verdict"] == "UNKNOWN"
+
+
+def test_an_unreadable_newest_report_is_unknown_not_the_older_pass():
+    # The newest run's report was cut off mid-write (disk full); the run before passed every node.
+    older = own("gate_report_lab_pass.json.txt", mtime=NOW - 600)
+    cut = {"name": "gate-20261123T210200.json", "mtime": NOW - 240, "text": older["text"][:300]}
+    gate = gate_of("gpu03", [cut, older])
+    assert gate["verdict"] == "UNKNOWN", gate
+    assert "gate-20261123T210200.json" in gate["reason"]
+    # An unreadable report older than the verdict leaves that verdict standing.
+    old_cut = {"name": "gate-20261123T205551.json", "mtime": NOW - 700, "text": older["text"][:300]}
+    assert gate_of("gpu03", [old_cut, older])["verdict"] == "PASS"
+
+
+def test_a_gate_drain_whose_run_id_is_not_a_stamp_shows_fail_over_the_report_pass():
+    # health_gate_run_id set to "r42": the drain's time cannot be known, and the node is drained by the gate
+    # now, so the drain's FAIL stands over the older report's PASS.
+    text = capture("scontrol_show_node_lab.txt").replace(
+        "Reason=admin: replacing fan [root@2026-11-22T00:03:32]",
+        "Reason=gpufleet:gate,to=slurm,run=r42,nccl:busbw_5.5GB/s_below_98GB/s [root@2026-11-23T21:00:01]")
+    gate = gate_of("gpu02", [own("gate_report_lab_pass.json.txt")], slurm=slurm_result(text))
+    assert gate["verdict"] == "FAIL" and gate["source"] == "slurm reason", gate
+    assert gate["run_id"] == "r42" and gate["gate"] == "nccl"
+
+
+def test_without_a_cluster_name_no_report_counts_not_even_another_clusters_pass():
+    # cluster_name unset: the molecule scenario's PASS for gpu01..04 in the shared reports/ cannot be told
+    # from this fleet's, so it never stands as this fleet's verdict.
+    other = with_cluster("gate_report_lab_pass.json.txt", "molpools")
+    summary = build_summary(NODES, slurm=slurm_result(), gate_reports=[other], now=NOW, cluster="")
+    assert {r["gate"]["verdict"] for r in summary["nodes"]} == {"UNKNOWN"}
+    assert "cluster_name" in summary["sources"]["gate_reports"]["unreadable"][0]
+
+
+def maint_slurm(state):
+    """The lab capture with gpu01 in the state scontrol prints while an active MAINT reservation holds it
+    (tests/fixtures/slurm_scontrol_show_reservation_multiline_maint_active_22.05_lab.txt: gpu[01-02])."""
+    text = capture("scontrol_show_node_lab.txt")
+    assert text.splitlines()[0].startswith("NodeName=gpu01 ") and text.count("State=IDLE ") == 1
+    return slurm_result(text.replace("State=IDLE ", f"State={state} "))
+
+
+# scontrol show node prints the flag as MAINTENANCE (node_state_flags, slurm_protocol_defs.c at
+# slurm-22-05-8-1 and slurm-24-11-5-1).
+@pytest.mark.parametrize("state", ["IDLE+MAINTENANCE+RESERVED", "MIXED+MAINTENANCE+RESERVED"])
+def test_a_node_in_a_maint_reservation_is_not_serving(state):
+    rows = by_name(build_summary(NODES, slurm=maint_slurm(state), now=NOW, cluster="gpulab"))
+    assert rows["gpu01"]["in_service"] == "no", rows["gpu01"]
+    assert rows["gpu04"]["in_service"] == "yes"
+
+
+def stamped(kind, offset):
+    """One report of a mix: a run started *offset* seconds from NOW, its file written a minute later."""
+    at = NOW + offset
+    stamp = datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y%m%dT%H%M%S")
+    if kind == "cut":
+        text = own("gate_report_lab_pass.json.txt")["text"][:300]
+        return {"name": f"gate-{stamp}.json", "mtime": at + 60, "text": text}
+    name = "gate_report_lab_error.json.txt" if kind == "error" else "gate_report_lab_pass.json.txt"
+    report = own(name, mtime=at + 60, run_id=stamp)
+    if kind == "other":
+        report = {**report, "text": report["text"].replace('"cluster": "gpulab"', '"cluster": "molpools"')}
+    return report
+
+
+@settings(max_examples=150, deadline=None)
+@given(mix=st.lists(st.tuples(st.sampled_from(["pass", "error", "cut", "other"]), st.integers(-24, 24)),
+                    min_size=1, max_size=5, unique_by=lambda r: r[1]))
+def test_property_pass_shows_only_when_the_newest_report_is_a_readable_pass_from_the_past(mix):
+    # Any mix of this cluster's PASS and ERROR reports, cut-off reports and another cluster's PASS,
+    # dated up to two hours either side of now (five-minute steps): gpu01 is PASS exactly when the newest
+    # report of this cluster is a readable PASS whose run began before now.
+    reports = [stamped(kind, steps * 300) for kind, steps in mix]
+    ours = [(steps, kind) for kind, steps in mix if kind != "other"]
+    newest = max(ours) if ours else None
+    expected = newest is not None and newest[1] == "pass" and newest[0] <= 0
+    assert (gate_of("gpu01", reports)["verdict"] == "PASS") is expected, mix

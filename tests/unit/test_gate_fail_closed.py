@@ -160,13 +160,14 @@ def test_dcgm_everything_skipped_is_an_error(capture):
     assert dcgm(text, level=1)["verdict"] == ERROR
 
 
-def test_dcgm_metadata_and_deployment_only_is_an_error_at_level_2_and_a_pass_at_level_1(capture):
+def test_dcgm_metadata_and_deployment_only_is_an_error_at_level_2_and_at_level_1(capture):
     text = capture(DCGM_R2)
     cut = text[:text.index("+-----  Integration")] + "+" + "-" * 27 + "+" + "-" * 48 + "+\n"
     result = dcgm(cut, level=2)
     assert result["verdict"] == ERROR
     assert result["reason"] == "dcgm: level 2 output lacks the Integration, Hardware sections"
-    assert dcgm(cut, level=1)["verdict"] == PASS
+    # Level 1 asks for the Deployment checks only, and they exercise no GPU.
+    assert dcgm(cut, level=1)["verdict"] == ERROR
 
 
 def test_dcgm_level_3_needs_the_stress_section(capture):

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from ansible.module_utils import gate
 from ansible.module_utils.gate import ParseError
 from ansible.module_utils.nccl import parse_all_reduce_perf, parse_transports
 from conftest import FIXTURES
@@ -180,3 +181,54 @@ def test_socket_and_ib_channels_together_are_mixed(capture):
 def test_output_without_nccl_info_lines_is_an_error(capture, name):
     with pytest.raises(ParseError, match="NCCL_DEBUG=INFO"):
         parse_transports(capture(name))
+
+
+# --- only all_reduce_perf's output is judged as all-reduce ---------------------------------------
+
+ALL_GATHER = "formats/nccl_all_gather_perf_gh200x8_derived_from_all_reduce.txt"
+
+
+def judged(text, min_busbw=50.0):
+    """The nccl gate's verdict of an output as the module reaches it: a ParseError is an ERROR."""
+    try:
+        return gate.nccl_verdict(parse_all_reduce_perf(text), min_busbw)["verdict"]
+    except ParseError:
+        return gate.ERROR
+
+
+def test_all_gather_perf_output_is_refused_by_name(capture):
+    text = capture(ALL_GATHER)
+    with pytest.raises(ParseError, match=r"all_gather_perf.*not all_reduce_perf"):
+        parse_all_reduce_perf(text)
+    assert judged(text) == gate.ERROR
+
+
+def test_all_gather_perf_output_without_the_name_lines_is_refused_by_its_redop(capture):
+    # nccl-tests before 2.17 (the version lock pins 2.13.6) prints no "Collective test" lines.
+    text = re.sub(r"(?m)^# Collective test .*\n", "", capture(ALL_GATHER))
+    with pytest.raises(ParseError, match=r"redop 'none'"):
+        parse_all_reduce_perf(text)
+    assert judged(text) == gate.ERROR
+
+
+def as_reduce_scatter(text, ranks=8):
+    """The real all_reduce run as reduce_scatter_perf prints it before 2.17: same columns (redop sum, root
+    -1), no name lines, busbw = algbw * (n-1)/n (ReduceScatterGetBw) instead of all-reduce's 2(n-1)/n."""
+    text = re.sub(r"(?m)^# Collective test .*\n", "", text)
+
+    def row(m):
+        t = m.group(0).split()
+        for i in (7, 11):
+            t[i] = f"{float(t[i - 1]) * (ranks - 1) / ranks:.2f}"
+        return (f"{t[0]:>12}  {t[1]:>12}  {t[2]:>8}  {t[3]:>6}  {t[4]:>6}  {t[5]:>7}  {t[6]:>6}  {t[7]:>6}  {t[8]:>6}"
+                f"  {t[9]:>7}  {t[10]:>6}  {t[11]:>6}  {t[12]:>6}")
+
+    return re.sub(r"(?m)^\s+\d+\s+\d+\s+float\s+sum\s+-1\s.*$", row, text)
+
+
+def test_reduce_scatter_output_without_the_name_lines_is_refused_by_its_bus_bandwidth(capture):
+    text = as_reduce_scatter(capture(PERF["gh200_good"]))
+    with pytest.raises(ParseError, match=r"busbw/algbw"):
+        parse_all_reduce_perf(text)
+    assert judged(text, 5.0) == gate.ERROR
+

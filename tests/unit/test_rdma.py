@@ -139,3 +139,11 @@ def test_ib_write_bw_parser_rejects_other_captures(capture, name):
 def test_empty_output_is_an_error(parser):
     with pytest.raises(ParseError, match="empty"):
         parser("")
+
+
+@pytest.mark.parametrize("cell", ["nan", "-nan", "inf"])
+def test_ib_write_bw_average_that_is_not_a_finite_number_is_refused(capture, cell):
+    # perftest prints a double with %lf: a run that measured nothing prints nan (glibc: "nan"/"-nan").
+    text = capture(WRITE_BW).replace("92.42              92.40", f"92.42              {cell:<5}")
+    with pytest.raises(ParseError, match=r"not a finite number"):
+        parse_ib_write_bw(text)
