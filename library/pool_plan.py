@@ -14,7 +14,10 @@ description:
     node and an ordered list of moves in batches of at most O(policy.max_unavailable).
   - Deterministic; zero moves when the cluster already meets the policy; the fewest moves that meet it;
     keeps the nodes of one leaf switch in one pool where it can; never takes a pool's in-service nodes below
-    its minimum during any batch; never moves an excluded node, or a pinned node except onto its pin.
+    its minimum during any batch (a node that joins adds nothing until its gate); never moves an excluded or
+    held node, or a pinned node except onto its pin.
+  - Fails closed, naming the node, where the policy omits a pool that has nodes, a node's pool is unknown, or
+    a node takes work from both schedulers, or from one that is not its pool.
   - Planning changes nothing, so the module always reports C(changed=false). Run it once, on the controller
     (C(run_once) or C(delegate_to localhost)).
   - The logic lives in C(module_utils/pool_plan.py) and C(module_utils/pool_policy.py); see docs/pools.md.
@@ -54,11 +57,28 @@ options:
         description: Whether the node is in maintenance (also true when listed in O(policy.excluded)).
         type: bool
         default: false
+      held:
+        description:
+          - Why the toolkit holds the node out of service until something finishes, from live state
+            (C(module_utils/pool_live.py)) - held for its gate, held after a gate ERROR, or a maintenance a
+            killed run left (C(maintenance unfinished on <node>, rerun maintain.yml)). A held node is not
+            capacity and is never moved, not even onto its pin; the plan lists it in RV(held).
+        type: str
+      schedulers:
+        description:
+          - The schedulers that place work on the node now, live - C(slurm) (a serving state, no drain, in a
+            partition) and C(k8s) (Ready, not cordoned, not held). A node with both, or with one that is not
+            its O(nodes[].pool), fails the plan naming the node.
+        type: list
+        elements: str
+        choices: [slurm, k8s]
+        default: []
   policy:
     description:
       - The C(cluster_pools) policy. Keys C(pools) (a mapping of pool name, C(slurm) or C(k8s), to C(min) and
         C(target); a target is a node count or a fraction such as C("75%") or C(0.75) of the eligible nodes),
         C(max_unavailable) (default 1), C(drain_timeout) (seconds, default 3600) and C(excluded) (host names).
+      - C(pools) must name every pool that has nodes; a pool to empty is named with C(target) 0.
     type: dict
     required: true
 attributes:
@@ -151,7 +171,8 @@ eligible:
   returned: success
   type: int
 held:
-  description: Nodes the plan leaves alone (excluded or unhealthy), with the reason.
+  description: Nodes the plan leaves alone (excluded, unhealthy, or held - for its gate, after a gate ERROR, for
+    an unfinished maintenance), with the reason.
   returned: success
   type: list
   elements: dict
@@ -191,6 +212,8 @@ NODE_SPEC = {
     "pool": {"type": "str"},
     "pinned": {"type": "str"},
     "excluded": {"type": "bool", "default": False},
+    "held": {"type": "str"},
+    "schedulers": {"type": "list", "elements": "str", "choices": ["slurm", "k8s"], "default": []},
 }
 
 

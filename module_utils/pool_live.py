@@ -9,11 +9,16 @@ this on every run, so a run killed mid-batch is finished by the next one.
 from __future__ import annotations
 
 from ansible.module_utils.k8s_state import node_states
+from ansible.module_utils.maint_k8s import ANNOTATION as MAINT_ANNOTATION
+from ansible.module_utils.maint_k8s import node_step
 from ansible.module_utils.node_reason import parse_reason
+from ansible.module_utils.slurm_state import HOLD_FLAGS, SERVING_STATES
 
 SLURM = "slurm"
 K8S = "k8s"
 _DOWN = frozenset({"DOWN", "FAIL", "FUTURE", "UNKNOWN"})
+# The hold gate_hold.gate_error_holds writes after a gate ERROR: gpufleet:hold,to=<pool>,run=<id>,gate_error:<gate>.
+_GATE_ERROR = "gate_error:"
 
 
 def committed_pool(slurm_node=None, k8s_node=None):
@@ -32,8 +37,42 @@ def committed_pool(slurm_node=None, k8s_node=None):
     return None
 
 
+def held_reason(name, reason):
+    """Why a node the toolkit holds is out of service until something finishes, from its Slurm reason; else None.
+
+    A ``hold`` waits for its gate (joined, or held at its first slurmd start), or, with a ``gate_error:``
+    detail, for a gate run to pass it after an ERROR; a ``maint`` is a maintenance change a run drained the
+    node for (``drain``) or applied (``applied``) and has not gated yet.
+
+    Work at risk: the held node's unfinished gate or maintenance change. Guarded: a held node is never
+    capacity and never moved (``pool_plan.plan``); the text says what finishes it.
+    """
+    parsed = parse_reason(reason)
+    if parsed is None:
+        return None
+    reason = reason.strip()
+    if parsed["kind"] == "maint":
+        return f"maintenance unfinished on {name}: rerun maintain.yml ({reason})"
+    if parsed["kind"] == "hold" and parsed["detail"].startswith(_GATE_ERROR):
+        return f"held after a gate ERROR ({reason}): not in service until a gate run passes it"
+    if parsed["kind"] == "hold":
+        return f"held for its gate ({reason}): not in service until the gate admits it"
+    return None
+
+
 def node_view(name, slurm_node=None, k8s_node=None):
-    """What the planner and executor need to know about one node."""
+    """What the planner and executor need to know about one node.
+
+    ``healthy`` is capacity: in service as Slurm says, live (no admin drain, no failed gate, no hold of
+    ours, answering where it is in a partition); ``held`` says why a node the toolkit holds is out
+    (``held_reason``); ``schedulers`` is ``["slurm"]`` where Slurm places new jobs on the node now (a
+    serving state, no holding flag, in a partition), else ``[]``.
+
+    Work at risk: running jobs, a pool's minimum, an admin's drain, a held node's unfinished gate or
+    maintenance. Guarded: an admin's drain is ``admin_hold`` (never moved or resumed), a held or failed node
+    is not ``healthy`` (never capacity), and ``schedulers`` lets the planner refuse a node Kubernetes
+    schedules on too.
+    """
     pool = committed_pool(slurm_node, k8s_node)
     flags = set(slurm_node.get("flags") or ()) if slurm_node else set()
     reason = slurm_node.get("reason") if slurm_node else None
@@ -43,11 +82,16 @@ def node_view(name, slurm_node=None, k8s_node=None):
     # A node that runs slurmd for the Slurm pool must answer; one parked outside Slurm is expected down.
     down = bool(slurm_node) and (slurm_node.get("state") in _DOWN or "NOT_RESPONDING" in flags)
     failed_gate = parsed is not None and parsed["kind"] == "gate"
-    healthy = not admin_hold and not failed_gate and not (pool == SLURM and in_partition and down and parsed is None)
+    held = held_reason(name, reason)
+    healthy = (not admin_hold and not failed_gate and held is None
+               and not (pool == SLURM and in_partition and down and parsed is None))
+    schedulable = (in_partition and slurm_node.get("state") in SERVING_STATES and not flags & HOLD_FLAGS)
     return {
         "name": name,
         "pool": pool,
         "healthy": healthy,
+        "held": held,
+        "schedulers": [SLURM] if schedulable else [],
         "admin_hold": admin_hold,
         "failed_gate": failed_gate,
         "reason": reason,
@@ -86,7 +130,12 @@ def planner_nodes(hosts, facts, views):
     """Nodes in the planner's shape from per-host facts and live views.
 
     facts: {host: {gpus, leaf, pinned}}; views: {host: node_view}. A node an admin drained keeps its
-    reason and its pool: it is passed as excluded, so the planner neither moves nor counts it.
+    reason and its pool: it is passed as excluded, so the planner neither moves nor counts it. A node the
+    toolkit holds is passed with its ``held`` reason, and every node with the ``schedulers`` that place work
+    on it now.
+
+    Work at risk: as ``node_view``. Guarded: the admin hold, the held reason and the schedulers reach the
+    planner unchanged.
     """
     nodes = []
     for host in sorted(hosts):
@@ -100,6 +149,8 @@ def planner_nodes(hosts, facts, views):
             "pool": view["pool"],
             "pinned": info.get("pinned"),
             "excluded": bool(view["admin_hold"]),
+            "held": view.get("held"),
+            "schedulers": list(view.get("schedulers") or []),
         })
     return nodes
 
@@ -146,28 +197,77 @@ def unfinished_moves(views, targets):
 
 
 def merge_k8s_info(views, k8s_info_result, hosts):
-    """merge_k8s on a kubernetes.core.k8s_info result of kind Node (read with k8s_state.node_states)."""
-    return merge_k8s(views, node_states(k8s_info_result), hosts)
+    """merge_k8s on a kubernetes.core.k8s_info result of kind Node (read with k8s_state.node_states).
+
+    Each node also carries ``maint``: its ``gpufleet.io/maint`` annotation where that is a maintenance step
+    of ours (module_utils/maint_k8s.py), else None.
+
+    Work at risk: as ``merge_k8s``.
+    """
+    nodes = node_states(k8s_info_result)
+    items = k8s_info_result.get("resources") if isinstance(k8s_info_result, dict) else k8s_info_result
+    for obj in items:
+        name = obj["metadata"]["name"]
+        if node_step(obj)["step"] is not None:
+            nodes[name] = dict(nodes[name], maint=obj["metadata"]["annotations"][MAINT_ANNOTATION])
+    return merge_k8s(views, nodes, hosts)
+
+
+def _k8s_held(knode):
+    """Why the toolkit holds a Kubernetes node out of service (its hold taint or reason annotation), else None.
+
+    Work at risk: the held node's gate. Guarded: the text makes the node ``held`` in ``merge_k8s``.
+    """
+    if not knode.get("held_by_us"):
+        return None
+    reason = knode.get("reason")
+    parsed = parse_reason(reason)
+    if parsed is not None and parsed["kind"] == "gate":
+        return f"failed a gate in Kubernetes ({reason}): not in service until a gate passes it"
+    return (f"held in Kubernetes for its gate ({reason or 'taint gpufleet.io/hold'}): not in service until "
+            "the gate admits it")
 
 
 def merge_k8s(views, k8s_nodes, hosts):
     """Fold Kubernetes' view into the Slurm-derived views, per host.
 
-    k8s_nodes: {name: k8s_state.node_state}. A node Slurm does not place (no partition, no move or
-    hold reason of ours) takes the pool label's pool; a node in the Kubernetes pool that is not Ready,
-    or that an admin cordoned (a hold that is not ours), is not healthy capacity.
+    k8s_nodes: {name: k8s_state.node_state, plus ``maint`` (see merge_k8s_info)}. A node Kubernetes knows
+    and Slurm does not place (no partition, no move or hold reason of ours) is in the Kubernetes pool,
+    whatever its pool label says or if it has none: it is never fresh. A node in the Kubernetes pool
+    is capacity only where Kubernetes has it in service (Ready, not cordoned, no taint but the pool's);
+    a cordon that is not ours is an admin's hold; a hold of ours (taint or reason) and a maintenance step
+    in ``gpufleet.io/maint`` are ``held``. A node Slurm places is Slurm's to judge, whatever its Node says.
+    ``schedulers`` gains ``k8s`` where Kubernetes places pods on the node now (Ready, not cordoned, no hold
+    taint).
+
+    Work at risk: running pods, the Kubernetes pool's minimum, an admin's cordon, a held node's gate or
+    maintenance. Guarded: a node with pods is never read as fresh, a node out of service in Kubernetes is not
+    capacity, an admin's cordon is ``admin_hold`` (never moved or uncordoned), a held node is ``held``
+    (never moved), and a node both schedulers place work on shows both in ``schedulers`` (the planner
+    refuses it).
     """
     out = {}
     for host in hosts:
         view = dict(views.get(host) or node_view(host))
+        view.setdefault("held", None)
+        view["schedulers"] = list(view.get("schedulers") or [])
         knode = k8s_nodes.get(host)
         if knode is not None:
-            if view["pool"] is None and knode.get("pool") in (SLURM, K8S):
-                view["pool"] = knode["pool"]
+            if view["pool"] is None:
+                view["pool"] = K8S
             if view["pool"] == K8S:
-                admin_cordon = bool(knode.get("unschedulable")) and not knode.get("held_by_us")
-                view["healthy"] = view["healthy"] and knode.get("ready") is not False and not admin_cordon
+                maint = knode.get("maint")
+                admin_cordon = bool(knode.get("unschedulable")) and not knode.get("held_by_us") and not maint
+                if view["held"] is None and maint:
+                    view["held"] = (f"maintenance unfinished on {host}: rerun maintain.yml "
+                                    f"({MAINT_ANNOTATION}={maint})")
+                if view["held"] is None:
+                    view["held"] = _k8s_held(knode)
+                view["healthy"] = (view["healthy"] and knode.get("in_service") is True and not admin_cordon
+                                   and view["held"] is None)
                 view["admin_hold"] = view["admin_hold"] or admin_cordon
+            if knode.get("ready") is True and not knode.get("unschedulable") and not knode.get("hold_taint"):
+                view["schedulers"] = sorted({*view["schedulers"], K8S})
             view["k8s"] = {k: knode.get(k) for k in ("pool", "ready", "unschedulable", "held_by_us", "in_service")}
         out[host] = view
     return out

@@ -8,14 +8,29 @@ nodes below its minimum. See docs/pools.md.
 
 import heapq
 
-from ansible.module_utils.pool_policy import PIN_VAR, normalize, resolve_target, validate
+from ansible.module_utils.pool_policy import (
+    KNOWN_POOLS,
+    PIN_VAR,
+    normalize,
+    resolve_target,
+    unnamed_pool_errors,
+    validate,
+)
 
-NODE_KEYS = ("name", "gpus", "leaf", "healthy", "pool", "pinned", "excluded")
+NODE_KEYS = ("name", "gpus", "leaf", "healthy", "pool", "pinned", "excluded", "held", "schedulers")
 _ASSIGN, _PIN, _REBALANCE = 0, 1, 2
 
 
 def normalize_nodes(nodes):
-    """Return ``(nodes, errors)``: node dicts with every key of ``NODE_KEYS`` filled in, sorted by name."""
+    """Return ``(nodes, errors)``: node dicts with every key of ``NODE_KEYS`` filled in, sorted by name.
+
+    ``held`` is why the node is out of service until something else finishes (a gate hold, a hold after a gate
+    ERROR, a maintenance a killed run left), or None; ``schedulers`` the sorted schedulers (``slurm``, ``k8s``)
+    that place work on the node now, live. A ``pool`` must be a known pool or None.
+
+    Work at risk: a node whose pool or scheduler is not understood would be planned as fresh. Refused: an
+    error names the node and the key.
+    """
     errors = []
     out = []
     seen = set()
@@ -45,13 +60,23 @@ def normalize_nodes(nodes):
             "pool": raw.get("pool") or None,
             "pinned": raw.get("pinned") or None,
             "excluded": raw.get("excluded", False),
+            "held": raw.get("held") or None,
+            "schedulers": raw.get("schedulers") or [],
         }
         for key in ("healthy", "excluded"):
             if not isinstance(node[key], bool):
                 errors.append(f"{name}: {key} must be true or false, got {node[key]!r}")
-        for key in ("leaf", "pool", "pinned"):
+        for key in ("leaf", "pool", "pinned", "held"):
             if node[key] is not None and not isinstance(node[key], str):
                 errors.append(f"{name}: {key} must be a string or null, got {node[key]!r}")
+        if isinstance(node["pool"], str) and node["pool"] not in KNOWN_POOLS:
+            errors.append(f"{name}: pool {node['pool']!r} is not a pool (known: {', '.join(KNOWN_POOLS)})")
+        scheds = node["schedulers"]
+        if not isinstance(scheds, (list, tuple)) or any(s not in KNOWN_POOLS for s in scheds):
+            errors.append(f"{name}: schedulers must be a list of {', '.join(KNOWN_POOLS)}, got {scheds!r}")
+            node["schedulers"] = []
+        else:
+            node["schedulers"] = sorted(set(scheds))
         out.append(node)
     out.sort(key=lambda n: n["name"])
     return out, errors
@@ -174,17 +199,49 @@ def _census(nodes, where, pools, capacity):
     return out, unassigned
 
 
+def service_errors(nodes, policy):
+    """Errors for the live state no plan may start from, each naming the node (*nodes* normalized).
+
+    Work at risk: a node both Slurm and Kubernetes place work on has its GPUs double-booked now; a node one
+    scheduler places work on while its pool says the other (or none) would be moved, or joined as fresh,
+    without that scheduler's drain; a pool *policy* (``cluster_pools``) does not name would have its nodes join
+    another pool at once, past ``max_unavailable``. Refused: the plan fails closed with every such error.
+    """
+    errors = unnamed_pool_errors(policy, {n["name"]: n["pool"] for n in nodes})
+    for n in nodes:
+        scheds = n["schedulers"]
+        if len(scheds) > 1:
+            errors.append(f"{n['name']}: Slurm and Kubernetes both schedule work on it now (its GPUs are "
+                          "double-booked): drain it in Slurm or cordon it in Kubernetes, then plan again")
+        elif scheds and scheds[0] != n["pool"]:
+            errors.append(f"{n['name']}: {scheds[0]} schedules work on it now, but its pool is "
+                          f"{n['pool'] or 'none'}: hold it in {scheds[0]} (drain or cordon) or move it "
+                          "there by hand, then plan again")
+    return errors
+
+
 def plan(nodes, policy):
     """Return the pool plan for *nodes* under *policy* (``cluster_pools``).
 
-    *nodes*: list of ``{name, gpus, leaf, healthy, pool, pinned, excluded}`` (see ``normalize_nodes``).
-    Returns ``{targets, moves, batches, pools_before, pools_after, unassigned, goals, eligible, held,
-    unmet}``; each move is ``{node, from, to, reason, leaf, gpus, batch}``. Raises ``ValueError`` on an
-    invalid policy or node list (run ``pool_policy.validate`` first for messages that name hosts).
+    *nodes*: list of ``{name, gpus, leaf, healthy, pool, pinned, excluded, held, schedulers}`` (see
+    ``normalize_nodes``). Returns ``{targets, moves, batches, pools_before, pools_after, unassigned, goals,
+    eligible, held, unmet}``; each move is ``{node, from, to, reason, leaf, gpus, batch}``. Raises
+    ``ValueError`` on an invalid policy or node list, and on live state no plan may start from
+    (``service_errors``); run ``pool_policy.validate`` first for messages that name hosts.
+
+    Work at risk: a node with running jobs or pods, a pool's minimum in service, an admin's drain or
+    cordon, and a held node's unfinished gate or maintenance. Guarded: capacity is only what the schedulers
+    say is in service (healthy, not excluded, not held); a node out of service (excluded, held, unhealthy)
+    is never moved, except an unhealthy one onto its pin, and a held one never; a node in a pool leaves it
+    only through that pool's drain, in batches that never take the pool below its minimum in service
+    (``_batch``); only nodes in no pool, where no scheduler places work, join without a drain. Refused:
+    ``service_errors``.
     """
     norm, errors = normalize(policy)
     nodes, node_errors = normalize_nodes(nodes)
     errors = errors + node_errors
+    if not errors:
+        errors = service_errors(nodes, policy)
     if errors:
         raise ValueError("; ".join(errors))
     pools = sorted(norm["pools"])
@@ -196,12 +253,16 @@ def plan(nodes, policy):
             raise ValueError(f"{n['name']}: {PIN_VAR}={n['pinned']!r} is not a pool of the policy")
 
     current = {n["name"]: n["pool"] for n in nodes}
-    capacity = {n["name"]: n["healthy"] and not n["excluded"] for n in nodes}
+    capacity = {n["name"]: n["healthy"] and not n["excluded"] and n["held"] is None for n in nodes}
     planned = dict(current)
     forced, unassigned, movable, held, unmet = [], [], {p: [] for p in pools}, [], []
     for n in nodes:
         name = n["name"]
-        if n["excluded"]:
+        if n["held"] is not None:
+            held.append({"node": name, "pool": n["pool"], "reason": n["held"]})
+            if n["pinned"] is not None and n["pinned"] != n["pool"]:
+                unmet.append({"node": name, "reason": f"{PIN_VAR}={n['pinned']} waits: {n['held']}"})
+        elif n["excluded"]:
             held.append({"node": name, "pool": n["pool"], "reason": "excluded (maintenance)"})
             if n["pinned"] is not None:
                 why = f"{PIN_VAR}={n['pinned']} ignored: the node is excluded"
@@ -331,8 +392,13 @@ def _batch(decided, current, capacity, in_service, mins, max_unavailable, pool_s
     service and have nothing to drain: they all join in the first batch, whatever *max_unavailable*, so a
     fleet's first run is one batch, not one per node. The other moves queue per source pool (nodes that
     are in a pool but not in service there form one queue); each later batch takes at most
-    *max_unavailable* of the lowest-keyed heads of the queues that still have room.
+    *max_unavailable* of the lowest-keyed heads of the queues that still have room. A node that joins a
+    pool is held for its gate until after the run's batches, so it adds nothing to *in_service*.
     Returns ``(batches, blocked)``.
+
+    Work at risk: a pool's minimum in service, and the jobs of the nodes that leave a pool. Guarded: a
+    batch takes a node that is in service out of its pool only while ``in service - min`` leaves room,
+    counting no joining node; a move that never finds room is returned in *blocked*, not made.
     """
     queues = {}
     fresh = []
@@ -349,10 +415,8 @@ def _batch(decided, current, capacity, in_service, mins, max_unavailable, pool_s
     batches = []
     if fresh:
         fresh.sort(key=lambda item: item[0])
-        for _key, move, counted in fresh:
+        for _key, move, _counted in fresh:
             move["batch"] = 0
-            if counted and move["to"] in pool_set:
-                in_service[move["to"]] += 1
         batches.append([move for _key, move, _counted in fresh])
     for q in queues.values():
         q.sort(key=lambda item: item[0])
@@ -376,11 +440,9 @@ def _batch(decided, current, capacity, in_service, mins, max_unavailable, pool_s
                 heapq.heappush(heap, (queues[k][pos[k]][0], i, k))
         if not batch:
             break
-        for move, counted, k in batch:
+        for _move, _counted, k in batch:
             if k is not None:
                 in_service[k] -= 1
-            if counted and move["to"] in pool_set:
-                in_service[move["to"]] += 1
         batches.append([m for m, _c, _k in batch])
         remaining -= len(batch)
     blocked = [item[1] for k in order for item in queues[k][pos[k]:]]
@@ -398,14 +460,17 @@ class PlanError(ValueError):
 def checked_plan(nodes, policy):
     """``plan`` of validated input, with its ``summary``: what the pool_plan module and filter return.
 
-    Every error of the nodes and the policy (pool_policy.validate, pins on excluded nodes) is raised at
-    once as ``PlanError``, before anything is planned.
+    Every error of the nodes and the policy (pool_policy.validate, pins on excluded nodes) and of the live
+    state (``service_errors``) is raised at once as ``PlanError``, before anything is planned.
+
+    Work at risk: as ``plan``. Refused: every error at once, each naming the host or the variable.
     """
     nodes, errors = normalize_nodes(nodes)
     hosts = {n["name"]: ({PIN_VAR: n["pinned"]} if n["pinned"] else {}) for n in nodes}
     errors += validate(policy, hosts)
     errors += [f"{n['name']}: {PIN_VAR}={n['pinned']!r} conflicts with the node's excluded flag "
                "(an excluded node is never moved)" for n in nodes if n["pinned"] and n["excluded"]]
+    errors += service_errors(nodes, policy)
     if errors:
         raise PlanError("pool policy is invalid:\n" + "\n".join(errors), errors)
     try:
@@ -416,7 +481,10 @@ def checked_plan(nodes, policy):
 
 
 def summary(result):
-    """Return a short human table of a plan: pools before/after, the moves by batch, and what is unmet."""
+    """Return a short human table of a plan: pools before/after, the moves by batch, what is unmet and held.
+
+    Work at risk: none (read-only).
+    """
     head = f"{'pool':<8} {'nodes':>7} {'gpus':>7} -> {'nodes':>7} {'gpus':>7}   (healthy, in the pool)"
     lines = [head]
     for p in sorted(result["pools_after"]):
@@ -434,4 +502,7 @@ def summary(result):
     if len(result["batches"]) > 20:
         lines.append(f"  ... {len(result['batches']) - 20} more batches")
     lines.extend(f"unmet: {item['reason']}" for item in result["unmet"])
+    lines.extend(f"held: {item['node']}: {item['reason']}" for item in result["held"][:20])
+    if len(result["held"]) > 20:
+        lines.append(f"held: ... {len(result['held']) - 20} more")
     return "\n".join(lines)

@@ -188,3 +188,26 @@ def validate(policy, hosts):
     if total > eligible and total_min <= eligible and all(r <= eligible for r in resolved.values()):
         errors.append(f"{VAR}.pools: the targets add up to {total} nodes, but only {eligible} are eligible")
     return errors
+
+
+def unnamed_pool_errors(policy, node_pools):
+    """Return an error for each pool that holds nodes but that *policy* (``cluster_pools``) does not name.
+
+    *node_pools*: ``{node: pool or None}``, each node's live pool. A pool the policy leaves out would have its
+    nodes read as in no pool, and nodes in no pool join another pool all at once, without a drain and
+    whatever ``max_unavailable`` says. To empty a pool, the policy names it with ``target: 0``.
+
+    Work at risk: every node of a pool the policy leaves out (its running jobs or pods, and that pool's
+    minimum). Refused: one error per such pool, naming the pool, its nodes and the variable to set.
+    """
+    named = set((policy or {}).get("pools") or {}) if isinstance(policy, dict) else set()
+    by_pool = {}
+    for node, pool in sorted(node_pools.items()):
+        if pool in KNOWN_POOLS and pool not in named:
+            by_pool.setdefault(pool, []).append(node)
+    errors = []
+    for pool, nodes in sorted(by_pool.items()):
+        shown = ", ".join(nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
+        errors.append(f"{VAR}.pools: names no {pool} pool, but {shown} {'is' if len(nodes) == 1 else 'are'} in "
+                      f"it; name it ({VAR}.pools.{pool}, target 0 to empty it one drained batch at a time)")
+    return errors

@@ -116,3 +116,102 @@ def test_unfinished_moves_are_batches_sorted_by_node(lab_nodes):
     assert moves == [{"node": n, "to": t, "reason": "finish a move an earlier run left"}
                      for n, t in sorted(unfinished(views, targets).items())]
     assert {"node": "gpu03", "to": "k8s", "reason": "finish a move an earlier run left"} in moves
+
+
+# --- what is in service: Slurm and Kubernetes, live --------------------------------------------------------
+
+
+def slurm(state, reason=None, partitions=("gpu",), flags=(), busy=None):
+    """A parsed Slurm node as parse_scontrol_nodes gives it (State=IDLE+DRAIN is base IDLE, flag DRAIN)."""
+    return {"state": state, "flags": set(flags), "partitions": list(partitions), "reason": reason,
+            "busy": state in ("ALLOCATED", "MIXED") if busy is None else busy}
+
+
+def k8s_node(name, label="kubernetes", ready="True", cordoned=False, taints=(), annotations=None):
+    """A Node object as kubernetes.core.k8s_info returns it."""
+    meta = {"name": name, "labels": {"gpufleet.io/pool": label} if label else {},
+            "annotations": dict(annotations or {})}
+    return {"kind": "Node", "metadata": meta,
+            "spec": {"unschedulable": cordoned, "taints": [dict(t) for t in taints]},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]}}
+
+
+POOL_TAINT = {"key": "gpufleet.io/pool", "value": "kubernetes", "effect": "NoSchedule"}
+HOLD_TAINT = {"key": "gpufleet.io/hold", "value": "gate", "effect": "NoSchedule"}
+
+
+def test_node_joined_but_held_for_its_gate_is_not_capacity():
+    # The executor joined gpu05 held (gpufleet:hold,...,joining) and a killed run never gated it; gpu06 was held
+    # at its first slurmd start and never answered.
+    joined = node_view("gpu05", slurm("IDLE", "gpufleet:hold,to=slurm,run=20261121T1000,joining", flags={"DRAIN"}))
+    first = node_view("gpu06", slurm("DOWN", "gpufleet:hold,to=slurm,first_start",
+                                     flags={"DRAIN", "NOT_RESPONDING"}))
+    for view in (joined, first):
+        assert view["pool"] == "slurm" and not view["healthy"]
+        assert view["held"].startswith("held for its gate (gpufleet:hold,to=slurm")
+    node = planner_nodes(["gpu05"], {}, {"gpu05": joined})[0]
+    assert node["healthy"] is False and node["held"] == joined["held"]
+
+
+def test_node_held_after_a_gate_error_is_not_capacity():
+    view = node_view("gpu07", slurm("IDLE", "gpufleet:hold,to=slurm,run=r42,gate_error:nccl", flags={"DRAIN"}))
+    assert view["pool"] == "slurm" and not view["healthy"] and not view["admin_hold"]
+    assert view["held"] == ("held after a gate ERROR (gpufleet:hold,to=slurm,run=r42,gate_error:nccl): "
+                            "not in service until a gate run passes it")
+
+
+@pytest.mark.parametrize("step", ["drain", "applied"])
+def test_node_a_killed_maintenance_run_left_drained_is_held_with_its_unfinished_change(step):
+    reason = f"gpufleet:maint,to=slurm,run=20261124T0300,{step}"
+    view = node_view("gpu03", slurm("MIXED" if step == "drain" else "IDLE", reason, flags={"DRAIN"}))
+    assert view["pool"] == "slurm" and not view["healthy"] and not view["admin_hold"]
+    assert view["held"] == f"maintenance unfinished on gpu03: rerun maintain.yml ({reason})"
+
+
+def test_kubernetes_node_held_for_its_gate_is_not_capacity():
+    from ansible.module_utils.k8s_state import node_states
+
+    knodes = node_states([k8s_node("gpu08", taints=[POOL_TAINT, HOLD_TAINT])])
+    view = merge_k8s({}, knodes, ["gpu08"])["gpu08"]
+    assert view["pool"] == "k8s" and not view["healthy"] and not view["admin_hold"]
+    assert view["held"].startswith("held in Kubernetes for its gate")
+
+
+def test_kubernetes_node_with_unfinished_maintenance_is_held_not_taken_for_an_admin_cordon():
+    from ansible.module_utils.pool_live import merge_k8s_info
+
+    annotation = {"gpufleet.io/maint": "gpufleet:maint,to=k8s,run=20261124T0300,drain"}
+    result = {"resources": [k8s_node("gpu09", cordoned=True, taints=[POOL_TAINT], annotations=annotation)]}
+    view = merge_k8s_info({}, result, ["gpu09"])["gpu09"]
+    assert view["pool"] == "k8s" and not view["healthy"] and not view["admin_hold"]
+    assert view["held"] == ("maintenance unfinished on gpu09: rerun maintain.yml "
+                            "(gpufleet.io/maint=gpufleet:maint,to=k8s,run=20261124T0300,drain)")
+
+
+def test_kubernetes_node_whose_readiness_is_unknown_is_not_capacity():
+    from ansible.module_utils.k8s_state import node_states
+
+    view = merge_k8s({}, node_states([k8s_node("gpu10", ready="Unknown", taints=[POOL_TAINT])]), ["gpu10"])["gpu10"]
+    assert view["pool"] == "k8s" and not view["healthy"]
+
+
+@pytest.mark.parametrize("label", [None, "batch", "slurm"])
+def test_ready_kubernetes_node_slurm_does_not_place_is_in_the_k8s_pool_whatever_its_label(label):
+    from ansible.module_utils.k8s_state import node_states
+
+    view = merge_k8s({}, node_states([k8s_node("gpu11", label=label)]), ["gpu11"])["gpu11"]
+    assert view["pool"] == "k8s" and view["healthy"]
+    assert view["schedulers"] == ["k8s"]
+
+
+def test_node_schedulable_in_both_schedulers_is_reported_with_both():
+    from ansible.module_utils.k8s_state import node_states
+
+    views = {"gpu12": node_view("gpu12", slurm("IDLE"))}
+    view = merge_k8s(views, node_states([k8s_node("gpu12", taints=[POOL_TAINT])]), ["gpu12"])["gpu12"]
+    assert view["schedulers"] == ["k8s", "slurm"]
+    # Drained in Slurm, or cordoned in Kubernetes: one scheduler only.
+    drained = {"gpu12": node_view("gpu12", slurm("IDLE", "gpu12 xid 79", flags={"DRAIN"}))}
+    assert merge_k8s(drained, node_states([k8s_node("gpu12")]), ["gpu12"])["gpu12"]["schedulers"] == ["k8s"]
+    cordoned = node_states([k8s_node("gpu12", cordoned=True)])
+    assert merge_k8s(views, cordoned, ["gpu12"])["gpu12"]["schedulers"] == ["slurm"]

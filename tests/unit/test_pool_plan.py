@@ -17,7 +17,9 @@ SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[Heal
 def clusters(draw, max_nodes=10, pins=True, unhealthy=True, unassigned=True, excluded=True):
     n = draw(st.integers(1, max_nodes))
     leaves = draw(st.lists(st.sampled_from(["leafA", "leafB", "leafC", "leafD"]), min_size=1, max_size=4))
-    pool_choices = list(POOLS) + ([None] if unassigned else [])
+    named = draw(st.sampled_from([POOLS, ("slurm",), ("k8s",)]))
+    # A policy names every pool that has nodes (plan refuses one that does not).
+    pool_choices = list(named) + ([None] if unassigned else [])
     nodes = []
     for i in range(n):
         nodes.append({
@@ -30,7 +32,7 @@ def clusters(draw, max_nodes=10, pins=True, unhealthy=True, unassigned=True, exc
             "excluded": draw(st.booleans()) and draw(st.booleans()) if excluded else False,
         })
     pools = {}
-    for p in draw(st.sampled_from([POOLS, ("slurm",), ("k8s",)])):
+    for p in named:
         mn = draw(st.integers(0, 3))
         target = draw(st.one_of(st.integers(mn, mn + 5), st.sampled_from(PERCENTS)))
         pools[p] = {"min": mn, "target": target}
@@ -300,15 +302,6 @@ def test_pinned_node_moves_to_its_pin_and_says_so():
         ("gpu00", "k8s", "pinned: cluster_pool_pin=k8s")]
 
 
-def test_pin_waits_for_a_replacement_before_leaving_a_pool_at_its_minimum():
-    nodes = [{"name": "a", "pool": "slurm", "pinned": "k8s"}, {"name": "b", "pool": "slurm"},
-             {"name": "c", "pool": None}]
-    result = plan(nodes, {"pools": {"slurm": {"min": 2, "target": 2}, "k8s": {"target": 1}},
-                          "max_unavailable": 3})
-    batches = [[(m["node"], m["to"]) for m in b] for b in result["batches"]]
-    assert batches == [[("c", "slurm")], [("a", "k8s")]]
-
-
 def test_swap_of_two_pins_between_pools_at_their_minimum_is_reported_not_done():
     nodes = [{"name": "a", "pool": "slurm", "pinned": "k8s"}, {"name": "b", "pool": "k8s", "pinned": "slurm"}]
     result = plan(nodes, {"pools": {"slurm": {"min": 1, "target": 1}, "k8s": {"min": 1, "target": 1}},
@@ -374,3 +367,79 @@ def test_ten_thousand_nodes_plan_is_deterministic_under_shuffle():
     shuffled = list(nodes)
     rnd.shuffle(shuffled)
     assert plan(shuffled, policy) == plan(nodes, policy)
+
+
+# --- in service is what the schedulers say; no in-service node is fresh ------------------------------------
+
+
+def test_policy_that_omits_a_pool_with_nodes_is_refused_naming_the_pool_and_the_variable():
+    nodes = [dict(n, pool="slurm" if i < 8 else "k8s") for i, n in enumerate(twelve())]
+    with pytest.raises(ValueError, match=r"cluster_pools\.pools: names no k8s pool, but gpu08, gpu09, gpu10, "
+                                         r"gpu11 are in it"):
+        plan(nodes, {"pools": {"slurm": {"min": 8, "target": "100%"}}, "max_unavailable": 1})
+    # Named with target 0, the pool's nodes leave it one batch of max_unavailable at a time.
+    result = plan(nodes, {"pools": {"slurm": {"min": 8, "target": "100%"}, "k8s": {"target": 0}},
+                          "max_unavailable": 1})
+    assert [[(m["node"], m["from"]) for m in b] for b in result["batches"]] == [
+        [("gpu08", "k8s")], [("gpu09", "k8s")], [("gpu10", "k8s")], [("gpu11", "k8s")]]
+
+
+def test_node_in_a_pool_the_planner_does_not_know_is_refused():
+    with pytest.raises(ValueError, match=r"gpu00: pool 'batch' is not a pool \(known: k8s, slurm\)"):
+        plan([{"name": "gpu00", "pool": "batch"}], {"pools": {"slurm": {"target": 1}, "k8s": {"target": 0}}})
+
+
+GATE_HELD = "held for its gate (gpufleet:hold,to=slurm,run=r2,joining): not in service until the gate admits it"
+
+
+def test_held_node_is_not_capacity_and_never_moves_even_when_pinned():
+    state = [dict(n, pool="slurm") for n in twelve()]
+    state[0].update(held="maintenance unfinished on gpu00: rerun maintain.yml (gpufleet:maint,to=slurm,"
+                         "run=r1,drain)", pinned="k8s")
+    state[1]["held"] = GATE_HELD
+    result = plan(state, {"pools": {"slurm": {"min": 2, "target": 6}, "k8s": {"target": 6}}, "max_unavailable": 3})
+    assert result["eligible"] == 10
+    assert result["pools_before"]["slurm"]["capacity_nodes"] == 10
+    moved = {m["node"] for m in result["moves"]}
+    assert not moved & {"gpu00", "gpu01"} and len(moved) == 4
+    assert result["targets"]["gpu00"] == "slurm"
+    held = {h["node"]: h["reason"] for h in result["held"]}
+    assert held["gpu00"] == state[0]["held"] and held["gpu01"] == state[1]["held"]
+    assert {"node": "gpu00", "reason": f"cluster_pool_pin=k8s waits: {state[0]['held']}"} in result["unmet"]
+    assert "held: gpu00: maintenance unfinished on gpu00: rerun maintain.yml" in summary(result)
+
+
+def test_held_nodes_leave_a_pool_at_its_minimum_alone():
+    # Four Slurm nodes, two of them held for their gate: two in service, the minimum. Nothing may leave.
+    nodes = [{"name": f"gpu0{i}", "pool": "slurm"} for i in range(4)]
+    nodes[0]["held"] = GATE_HELD
+    nodes[1]["held"] = "held after a gate ERROR (gpufleet:hold,to=slurm,run=r2,gate_error:nccl): not in service"
+    result = plan(nodes, {"pools": {"slurm": {"min": 2, "target": 2}, "k8s": {"min": 0, "target": 2}}})
+    assert result["moves"] == []
+
+
+def test_a_node_that_joins_adds_no_capacity_until_its_gate_so_a_pin_waits_for_the_next_run():
+    # c joins Slurm held for its gate (the gate runs after the batches); a, pinned to k8s, may leave Slurm only
+    # once c is in service, so this run joins c and reports a's move as waiting.
+    nodes = [{"name": "a", "pool": "slurm", "pinned": "k8s"}, {"name": "b", "pool": "slurm"},
+             {"name": "c", "pool": None}]
+    result = plan(nodes, {"pools": {"slurm": {"min": 2, "target": 2}, "k8s": {"target": 1}},
+                          "max_unavailable": 3})
+    assert [[(m["node"], m["to"]) for m in b] for b in result["batches"]] == [[("c", "slurm")]]
+    assert {"node": "a", "reason": "not moved to k8s: taking it out would leave slurm below its minimum of 2 "
+                                   "in service"} in result["unmet"]
+
+
+def test_plan_refuses_a_node_schedulable_in_both_schedulers_naming_it():
+    nodes = [{"name": "gpu04", "pool": "k8s", "schedulers": ["k8s", "slurm"]}, {"name": "gpu05", "pool": "slurm",
+                                                                               "schedulers": ["slurm"]}]
+    with pytest.raises(ValueError, match=r"gpu04: Slurm and Kubernetes both schedule work on it now"):
+        plan(nodes, {"pools": {"slurm": {"target": 1}, "k8s": {"target": 1}}})
+
+
+def test_plan_refuses_a_node_kubernetes_runs_that_its_pool_does_not_say():
+    for pool in (None, "slurm"):
+        nodes = [{"name": "gpu06", "pool": pool, "schedulers": ["k8s"]}]
+        with pytest.raises(ValueError, match=r"gpu06: k8s schedules work on it now, but its pool is "
+                                             + (pool or "none")):
+            plan(nodes, {"pools": {"slurm": {"target": 1}, "k8s": {"target": 0}}})

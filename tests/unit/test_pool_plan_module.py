@@ -83,3 +83,23 @@ def test_the_filter_fails_with_every_error_at_once():
     assert str(exc.value).startswith("pool policy is invalid:")
     assert "cluster_pools.max_unavailable: must be an integer of at least 1" in str(exc.value)
     assert "gpu99" in str(exc.value)
+
+
+def test_refuses_a_policy_that_omits_a_pool_with_nodes_with_every_other_error(capsys):
+    nodes = [dict(NODES[0], pool="k8s"), NODES[1], NODES[2],
+             dict(NODES[3], pool="slurm", schedulers=["k8s", "slurm"])]
+    rc, out = run({"nodes": nodes, "policy": {"pools": {"slurm": {"min": 1, "target": 2}}}}, capsys)
+    assert rc == 1 and out["msg"].startswith("pool policy is invalid:")
+    for needle in ("cluster_pools.pools: names no k8s pool, but gpu01 is in it",
+                   "gpu04: Slurm and Kubernetes both schedule work on it now"):
+        assert any(needle in e for e in out["errors"]), (needle, out["errors"])
+
+
+def test_held_nodes_and_their_schedulers_are_taken_by_the_argument_spec(capsys):
+    reason = "maintenance unfinished on gpu03: rerun maintain.yml (gpufleet:maint,to=slurm,run=r1,drain)"
+    nodes = [dict(n, schedulers=["slurm"]) for n in NODES[:3]] + [NODES[3]]
+    nodes[2] = dict(nodes[2], held=reason, schedulers=[])
+    rc, out = run({"nodes": nodes, "policy": POLICY}, capsys)
+    assert rc == 0, out
+    assert {"node": "gpu03", "pool": "slurm", "reason": reason} in out["held"]
+    assert "gpu03" not in {m["node"] for m in out["moves"]}
