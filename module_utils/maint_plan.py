@@ -183,6 +183,40 @@ def _check_nodes(nodes):
     return errors
 
 
+def planner_nodes(hosts, views, leaves, k8s=None):
+    """The planner's nodes (``plan_waves``'s input) from the live state.
+
+    *views*: ``{host: slurm_node_info view}``; *leaves*: ``{host: cluster_leaf_switch}``; *k8s*:
+    ``{host: maint_k8s.live_view}`` read from Kubernetes, or None where Kubernetes was not read. A node's
+    pool is Slurm's (a partition, or our move/hold reason), else its Node's pool label. A Slurm-pool node
+    is in service when neither drained nor down in Slurm, unfinished when drained for maintenance. A
+    Kubernetes-pool node is parked in Slurm (drained, slurmd down), so Slurm says nothing about its service:
+    it is in service when its Node is Ready, schedulable and not tainted out, unfinished when it carries our
+    maintenance annotation.
+
+    Work at risk: ``in_service`` decides how many nodes a wave may take from a pool. A Kubernetes-pool node
+    Kubernetes cannot show (not read, no Node) is never counted in service, so a pool's minimum is kept
+    from the nodes proven in service.
+    """
+    nodes = []
+    for host in sorted(hosts):
+        view = (views or {}).get(host) or {}
+        ours = view.get("ours") or {}
+        kview = (k8s or {}).get(host)
+        pool = view.get("pool") or ("slurm" if view.get("in_partition") else None)
+        if pool is None and kview and kview.get("pool") in ("slurm", "k8s"):
+            pool = kview["pool"]
+        if pool == "k8s":
+            in_service = bool(kview) and bool(kview.get("in_service"))
+            unfinished = bool(kview) and kview.get("step") is not None
+        else:
+            in_service = bool(view) and not view.get("drained") and not view.get("down")
+            unfinished = ours.get("kind") == "maint"
+        nodes.append({"name": host, "pool": pool, "leaf": (leaves or {}).get(host), "in_service": in_service,
+                      "unfinished": unfinished})
+    return nodes
+
+
 def plan_waves(nodes, policy=None, pools=None):
     """Plan the maintenance waves.
 
@@ -203,6 +237,10 @@ def plan_waves(nodes, policy=None, pools=None):
       return after their wave) and take a place in it like any other node.
     Returns ``{waves, left_out, pools, max_unavailable, failure_threshold, drain_timeout, share}``.
     Raises ValueError on invalid input (validate first for messages that name hosts).
+
+    Work at risk: ``in_service`` and the pools' minimums decide how many nodes a wave takes out. A node
+    that would take its pool's in-service nodes below the minimum is left out with the reason; the plan
+    is guarded again before each wave by :func:`wave_check` against the live state.
     """
     norm, errors = normalize_policy(policy, pools)
     mins = {}
@@ -307,14 +345,20 @@ def wave_check(wave, views, pools, pool_of):
 
     A wave continues only where each pool's minimum still holds (an earlier wave's FAIL node stays out,
     so a later wave may no longer fit). A node drained by anyone but maintenance (an admin, a gate FAIL,
-    a pool move) is left as it is. *views*: ``{node: {drained, down, reason, ours}}`` (slurm_node_info);
-    *pools*: ``cluster_pools`` or None; *pool_of*: ``{node: pool}``.
+    a pool move) is left as it is. *views*: ``{node: {drained, down, reason, ours}}`` (slurm_node_info, or
+    maint_k8s.live_view for the Kubernetes pool); *pools*: ``cluster_pools`` or None; *pool_of*: ``{node: pool}``.
+
+    Work at risk: *views* decide which nodes go out now. A node that would take its pool's nodes in service
+    now below the minimum is left out with the reason; a node someone else drained or cordoned is left as
+    it is (their drain stands); only nodes of a known pool that are neither drained nor down count in service.
+    A pool policy it cannot read raises ValueError (no wave starts), never "no minimum".
     """
     mins = {}
     if pools:
-        pnorm, _errors = pools_normalize(pools)
-        if pnorm:
-            mins = {p: s["min"] for p, s in pnorm["pools"].items()}
+        pnorm, perrors = pools_normalize(pools)
+        if perrors or not pnorm:
+            raise ValueError("; ".join(perrors) or "cluster_pools: cannot be read")
+        mins = {p: s["min"] for p, s in pnorm["pools"].items()}
     up = {}
     for node, view in (views or {}).items():
         p = pool_of.get(node)
