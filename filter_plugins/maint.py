@@ -13,9 +13,11 @@ from ansible.module_utils.maint_k8s import live_views
 from ansible.module_utils.maint_lock import fleet_lock_drift
 from ansible.module_utils.maint_plan import (
     planner_nodes,
+    rollout_stop,
     rollout_stops,
     validate,
     wave_check,
+    wave_failures,
 )
 from ansible.module_utils.maint_report import build, render_html, render_json
 from ansible.module_utils.node_stack import OVERRIDES
@@ -38,6 +40,31 @@ def maint_planner_nodes(hosts, views, hostvars, k8s_nodes=None, node_names=None)
         names = {h: (node_names or {}).get(h, h) for h in hosts}
         k8s = live_views(list(k8s_nodes), names)
     return planner_nodes(hosts, views, leaves, k8s)
+
+
+def maint_node_records(hosts, hostvars, keys):
+    """``{host: record or None}``: for each host, the value of the first of *keys* (the roles' record facts,
+    latest first) it has."""
+    out = {}
+    for host in hosts or []:
+        hv = hostvars.get(host) if hasattr(hostvars, "get") else None
+        out[host] = None
+        for key in keys:
+            value = hv.get(key) if hasattr(hv, "get") else None
+            if value:
+                out[host] = dict(value)
+                break
+    return out
+
+
+def maint_wave_failures(wave, records):
+    """module_utils.maint_plan.wave_failures: the wave's nodes that count against failure_threshold."""
+    return wave_failures(list(wave or []), records)
+
+
+def maint_rollout_stop(records, threshold):
+    """module_utils.maint_plan.rollout_stop: why the rollout stops, or ''."""
+    return rollout_stop(records, int(threshold))
 
 
 def maint_wave_check(wave, views, pools):
@@ -119,6 +146,9 @@ class FilterModule:
             "maint_report_json": render_json,
             "maint_report_html": render_html,
             "maint_rollout_stops": rollout_stops,
+            "maint_node_records": maint_node_records,
+            "maint_wave_failures": maint_wave_failures,
+            "maint_rollout_stop": maint_rollout_stop,
             "maint_versions": maint_versions,
             "maint_pick": maint_pick,
             "maint_apt_names": maint_apt_names,

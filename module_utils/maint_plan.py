@@ -387,8 +387,69 @@ def wave_check(wave, views, pools, pool_of):
 
 
 def rollout_stops(failures, threshold):
-    """Whether a wave with *failures* FAIL/ERROR nodes stops the rollout (more than *threshold*)."""
+    """Whether a wave with *failures* FAIL/ERROR nodes stops the rollout (more than *threshold*).
+
+    Work at risk: *failures* must count every node of the wave that did not succeed (:func:`wave_failures`),
+    or a later wave starts after a failed one.
+    """
     return int(failures) > int(threshold)
+
+
+# Outcomes that are not failures: back in service, still draining (the next run goes on), left as it is.
+NOT_FAILED = ("resumed", "pending", "left_out")
+
+
+def wave_failures(wave, records):
+    """The nodes of *wave* that count against ``failure_threshold``: ``[{node, outcome, reason}]``.
+
+    *records*: ``{node: record or None}``, each node's latest maintenance record (maint_executor's,
+    maint_reboot's, maint_record's; maint_k8s's, maint_k8s_result's). A node counts when its outcome is
+    ``failed`` or ``error``, or when its record has no outcome: it started its wave and stopped in the
+    middle (never back from its reboot, a step that failed), so Ansible dropped it from the play before
+    its outcome was recorded. A node without any record never started (check mode, a wave not reached).
+
+    Work at risk: *records* decide whether the rollout goes on to the next wave. A node that stopped
+    mid-wave, or an outcome this function does not know, counts as a failure, never as a success.
+    """
+    out = []
+    for node in sorted(set(wave or [])):
+        rec = (records or {}).get(node)
+        if not isinstance(rec, dict):
+            continue
+        outcome = rec.get("outcome")
+        if outcome in NOT_FAILED:
+            continue
+        if outcome is None:
+            out.append({"node": node, "outcome": "error", "reason": "stopped in its wave with no outcome (never back "
+                                                                    "from its reboot, or a step failed)"})
+        else:
+            out.append({"node": node, "outcome": str(outcome), "reason": rec.get("reason") or str(outcome)})
+    return out
+
+
+def rollout_stop(records, threshold):
+    """Why the rollout stops: the first wave whose failures (:func:`wave_failures`) exceed *threshold*, as a
+    line naming the wave and its failed nodes; ``""`` when none does.
+
+    *records*: ``{node: record}`` or a list of records; each record's ``wave`` (the nodes of its serial
+    batch) groups them. Run before a wave starts it finds an earlier wave that no node was left to count
+    (every other node of it ended early); run after the waves it tells the report.
+
+    Work at risk: *records* decide whether a later wave starts. A wave with more failures than
+    *threshold* is always named, so no later wave starts after it.
+    """
+    if isinstance(records, dict):
+        by_node = {n: r for n, r in records.items() if isinstance(r, dict)}
+    else:
+        by_node = {r["node"]: r for r in records or [] if isinstance(r, dict) and r.get("node")}
+    waves = sorted({tuple(sorted(set(r.get("wave") or [n]))) for n, r in by_node.items()})
+    for wave in waves:
+        failures = wave_failures(wave, by_node)
+        if rollout_stops(len(failures), threshold):
+            why = "; ".join(f"{f['node']}: {f['reason']}" for f in failures)
+            return (f"wave {','.join(wave)} had {len(failures)} FAIL/ERROR nodes ({why}), above the failure "
+                    f"threshold {threshold}")
+    return ""
 
 
 def _major_minor(version, what):
