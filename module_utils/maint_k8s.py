@@ -126,8 +126,9 @@ def live_wave_check(wave, node_objs, node_names, pools):
     """The Slurm path's live check (maint_plan.wave_check) for a Kubernetes wave, on Kubernetes' state now:
     ``{go, left_out}``.
 
-    Every node of *wave* is in the Kubernetes pool (the plan put it in the Kubernetes wave); the pool's nodes
-    in service are those whose Node carries the pool label and is in service (:func:`live_view`).
+    Every node of *wave* with a Node is in the Kubernetes pool (the plan put it in the Kubernetes wave); the
+    pool's nodes in service are those whose Node carries the pool label and is in service (:func:`live_view`).
+    A wave node without a Node goes on to maint_k8s, which leaves it out as unknown to the API.
 
     Work at risk: the Nodes decide which wave nodes are cordoned and drained now. A node that would take the
     pool's nodes in service below its ``cluster_pools`` minimum is left out with the reason; a node someone
@@ -135,5 +136,5 @@ def live_wave_check(wave, node_objs, node_names, pools):
     """
     views = live_views(node_objs, node_names)
     pool_of = {host: view["pool"] for host, view in views.items()}
-    pool_of.update(dict.fromkeys(wave or [], K8S))
+    pool_of.update({node: K8S for node in wave or [] if node in views})
     return wave_check(wave, views, pools, pool_of)

@@ -170,6 +170,16 @@ def test_live_check_takes_an_unfinished_node_already_out():
     assert mk.live_wave_check(["k01"], objs, names, POOLS)["go"] == ["k01"]
 
 
+def test_live_check_counts_a_wave_node_by_its_wave_not_its_label():
+    # k03 is in the Kubernetes wave while its label still says slurm (a move in flight): it counts in the
+    # Kubernetes pool; k04 has no Node: it goes on, and maint_k8s leaves it out as unknown to the API.
+    objs = [kube("k01"), kube("k02"), kube("k03", pool="slurm")]
+    names = {h: h for h in ("k01", "k02", "k03", "k04")}
+    pools = {"pools": {"k8s": {"min": 3, "target": 3}}}
+    check = mk.live_wave_check(["k03", "k04"], objs, names, pools)
+    assert check["go"] == ["k04"] and [x["node"] for x in check["left_out"]] == ["k03"]
+
+
 def test_live_check_filter_is_the_slurm_paths_wave_check():
     objs = [kube("k01"), kube("k02"), kube("k03")]
     names = {h: h for h in ("k01", "k02", "k03")}
