@@ -312,7 +312,10 @@ def _requests_gpu(container):
 def gpu_pods(pods) -> list[str]:
     """``namespace/name`` of the pods (Pod objects bound to one node) that hold its GPUs: not ended
     (phase other than Succeeded or Failed) with a container or init container that requests or limits
-    ``nvidia.com/gpu`` (Kubernetes defaults an extended resource's request to its limit)."""
+    ``nvidia.com/gpu`` (Kubernetes defaults an extended resource's request to its limit).
+
+    Work at risk: none (read-only). A GPU quantity it cannot read counts as GPUs in use.
+    """
     out = []
     for p in pods or []:
         if not isinstance(p, dict) or ((p.get("status") or {}).get("phase")) in _ENDED_PHASES:
