@@ -8,8 +8,17 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
+from ansible.module_utils.filter_errors import as_filter
+from ansible.module_utils.maint_k8s import live_views
 from ansible.module_utils.maint_lock import fleet_lock_drift
-from ansible.module_utils.maint_plan import rollout_stops, validate, wave_check
+from ansible.module_utils.maint_plan import (
+    planner_nodes,
+    rollout_stop,
+    rollout_stops,
+    validate,
+    wave_check,
+    wave_failures,
+)
 from ansible.module_utils.maint_report import build, render_html, render_json
 from ansible.module_utils.node_stack import OVERRIDES
 
@@ -21,25 +30,41 @@ def maint_input_errors(inputs, pools, hosts):
     return validate(inputs.get("policy"), pools, inputs.get("change"), inputs.get("nodes") or [], hosts)
 
 
-def maint_planner_nodes(hosts, views, hostvars):
-    """The planner's nodes from slurm_node_info views and the leaf host variable.
+def maint_planner_nodes(hosts, views, hostvars, k8s_nodes=None, node_names=None):
+    """module_utils.maint_plan.planner_nodes from slurm_node_info views, the leaf host variable and, where
+    Kubernetes was read, its Nodes (*k8s_nodes*: k8s_info ``resources``; *node_names*: ``{host: Node name}``,
+    the inventory name where absent). *k8s_nodes* None: Kubernetes was not read."""
+    leaves = {h: (hostvars.get(h) or {}).get("cluster_leaf_switch") for h in hosts}
+    k8s = None
+    if k8s_nodes is not None:
+        names = {h: (node_names or {}).get(h, h) for h in hosts}
+        k8s = live_views(list(k8s_nodes), names)
+    return planner_nodes(hosts, views, leaves, k8s)
 
-    A node in a Slurm partition (or committed to one) serves the Slurm pool; one the toolkit drained for
-    maintenance is unfinished; in service means neither drained nor down.
-    """
-    nodes = []
-    for host in sorted(hosts):
-        view = (views or {}).get(host) or {}
-        ours = view.get("ours") or {}
-        pool = view.get("pool") or ("slurm" if view.get("in_partition") else None)
-        nodes.append({
-            "name": host,
-            "pool": pool,
-            "leaf": (hostvars.get(host) or {}).get("cluster_leaf_switch"),
-            "in_service": bool(view) and not view.get("drained") and not view.get("down"),
-            "unfinished": ours.get("kind") == "maint",
-        })
-    return nodes
+
+def maint_node_records(hosts, hostvars, keys):
+    """``{host: record or None}``: for each host, the value of the first of *keys* (the roles' record facts,
+    latest first) it has."""
+    out = {}
+    for host in hosts or []:
+        hv = hostvars.get(host) if hasattr(hostvars, "get") else None
+        out[host] = None
+        for key in keys:
+            value = hv.get(key) if hasattr(hv, "get") else None
+            if value:
+                out[host] = dict(value)
+                break
+    return out
+
+
+def maint_wave_failures(wave, records):
+    """module_utils.maint_plan.wave_failures: the wave's nodes that count against failure_threshold."""
+    return wave_failures(list(wave or []), records)
+
+
+def maint_rollout_stop(records, threshold):
+    """module_utils.maint_plan.rollout_stop: why the rollout stops, or ''."""
+    return rollout_stop(records, int(threshold))
 
 
 def maint_wave_check(wave, views, pools):
@@ -114,13 +139,16 @@ class FilterModule:
     def filters(self):
         return {
             "maint_input_errors": maint_input_errors,
-            "maint_planner_nodes": maint_planner_nodes,
-            "maint_wave_check": maint_wave_check,
+            "maint_planner_nodes": as_filter(maint_planner_nodes, (ValueError,)),
+            "maint_wave_check": as_filter(maint_wave_check, (ValueError,)),
             "maint_schedule": maint_schedule,
             "maint_report": build,
             "maint_report_json": render_json,
             "maint_report_html": render_html,
             "maint_rollout_stops": rollout_stops,
+            "maint_node_records": maint_node_records,
+            "maint_wave_failures": maint_wave_failures,
+            "maint_rollout_stop": maint_rollout_stop,
             "maint_versions": maint_versions,
             "maint_pick": maint_pick,
             "maint_apt_names": maint_apt_names,

@@ -12,6 +12,7 @@ if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
 from ansible.module_utils import maint_k8s, maint_resv, maint_upgrade
+from ansible.module_utils.filter_errors import as_filter
 
 
 def maint_resv_plan(nodes, reservations_text, squeue_text, run_id, timeout, duration, users):
@@ -39,6 +40,11 @@ def maint_kube_annotation(step, run_id):
     return {maint_k8s.ANNOTATION: maint_k8s.step_annotation(step, run_id)}
 
 
+def maint_kube_wave_check(wave, node_objs, node_names, pools):
+    """maint_k8s.live_wave_check: the Slurm path's live minimum check (maint_plan.wave_check) on the Nodes now."""
+    return maint_k8s.live_wave_check(list(wave), list(node_objs or []), dict(node_names or {}), pools)
+
+
 def maint_ctlplane_errors(upgrade, change, distribution, slurmd_packages, installed):
     """Every refusal of ``maint_upgrade``: its shape, then (with *installed*, the version running now) the skip."""
     errors = maint_upgrade.validate(upgrade, change, distribution, tuple(slurmd_packages))
@@ -63,6 +69,7 @@ class FilterModule:
             "maint_kube_annotation": maint_kube_annotation,
             "maint_kube_ready": maint_k8s.node_ready,
             "maint_kube_outcome": maint_k8s.outcome,
+            "maint_kube_wave_check": as_filter(maint_kube_wave_check, (ValueError,)),
             "maint_ctlplane_errors": maint_ctlplane_errors,
             "maint_ctlplane_installed": maint_ctlplane_installed,
             "maint_ctlplane_plan": maint_upgrade.plan,

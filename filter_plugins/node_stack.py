@@ -13,6 +13,8 @@ from ansible.module_utils.node_stack import (
     apt_simulate_verdict,
     driver_change_decision,
     fleet_compat_errors,
+    installed_driver,
+    k8s_gpu_use,
 )
 
 
@@ -21,9 +23,20 @@ def node_stack_compat_errors(lock, hostvars, hosts):
     return fleet_compat_errors(lock, dict(hostvars), list(hosts))
 
 
-def node_stack_driver_decision(installed, wanted, view=None, scheduler=True, declared_drained=False):
-    """install / keep / change / refuse for a driver version change on one node."""
-    return driver_change_decision(installed or None, wanted, view, scheduler, declared_drained)
+def node_stack_driver_decision(installed, wanted, view=None, scheduler=True, declared_drained=False, k8s=None):
+    """install / keep / change / refuse for a driver version change on one node (*installed*: the
+    node_stack_installed_driver result; *k8s*: node_stack_k8s_gpu_use's, none without Kubernetes)."""
+    return driver_change_decision(installed or None, wanted, view, scheduler, declared_drained, k8s)
+
+
+def node_stack_installed_driver(packages, manager):
+    """Ansible's package facts -> the installed driver {state: installed|none|unknown, version, packages, reason}."""
+    return installed_driver(packages, manager)
+
+
+def node_stack_k8s_gpu_use(node_result, pods_result):
+    """Two registered k8s_info results (the Node, the pods bound to it) -> {read, known, pool, cordoned, gpu_pods}."""
+    return k8s_gpu_use(node_result, pods_result)
 
 
 def node_stack_apt_simulate(probe):
@@ -36,5 +49,7 @@ class FilterModule:
         return {
             "node_stack_compat_errors": node_stack_compat_errors,
             "node_stack_driver_decision": node_stack_driver_decision,
+            "node_stack_installed_driver": node_stack_installed_driver,
+            "node_stack_k8s_gpu_use": node_stack_k8s_gpu_use,
             "node_stack_apt_simulate": as_filter(node_stack_apt_simulate, (ValueError,)),
         }

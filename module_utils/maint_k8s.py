@@ -7,6 +7,8 @@ uncordoned by the gate on PASS. Its step lives in the node annotation ``gpufleet
 reason format, module_utils/node_reason.py), so a killed run is finished by the next one.
 """
 
+from ansible.module_utils.k8s_state import node_state
+from ansible.module_utils.maint_plan import wave_check
 from ansible.module_utils.node_reason import make_reason, parse_reason
 
 ANNOTATION = "gpufleet.io/maint"
@@ -82,3 +84,57 @@ def outcome(verdict, node):
     if v == "FAIL":
         return "failed"
     return "error"
+
+
+def live_view(node):
+    """A Kubernetes-pool node's service state, from its Node object (kubernetes.core.k8s_info).
+
+    ``{name, pool, ready, cordoned, in_service, step, drained, down, reason, ours}``. ``in_service`` is
+    module_utils/k8s_state.py's (Ready, not cordoned, no NoSchedule/NoExecute taint but the pool's);
+    ``step`` is our maintenance annotation's (:func:`node_step`). ``drained`` (cordoned), ``down`` (not
+    Ready, or tainted out of service), ``reason`` and ``ours`` (our maintenance annotation, else our
+    pool hold reason, parsed) are the shape maint_plan.wave_check reads, as slurm_node_info gives it for
+    Slurm. Raises ValueError on an object that is not a Node.
+
+    Work at risk: none (read-only). A Ready condition that is not True is never in service.
+    """
+    state = node_state(node)
+    step = node_step(node)
+    annotation = (((node or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+    reason = annotation if step["step"] else state["reason"]
+    return {"name": state["name"], "pool": state["pool"], "ready": state["ready"] is True,
+            "cordoned": state["unschedulable"], "in_service": state["in_service"], "step": step["step"],
+            "drained": state["unschedulable"], "down": not state["in_service"] and not state["unschedulable"],
+            "reason": reason, "ours": parse_reason(reason)}
+
+
+def live_views(node_objs, node_names):
+    """``{host: live_view}`` for each inventory host whose Node (*node_names*: ``{host: Node name}``) is among
+    *node_objs* (a k8s_info ``resources`` list); a host without a Node is absent (nothing shows it in service).
+
+    Work at risk: none (read-only).
+    """
+    by_name = {}
+    for obj in node_objs or []:
+        name = ((obj or {}).get("metadata") or {}).get("name") if isinstance(obj, dict) else None
+        if name:
+            by_name[name] = obj
+    return {host: live_view(by_name[name]) for host, name in sorted((node_names or {}).items()) if name in by_name}
+
+
+def live_wave_check(wave, node_objs, node_names, pools):
+    """The Slurm path's live check (maint_plan.wave_check) for a Kubernetes wave, on Kubernetes' state now:
+    ``{go, left_out}``.
+
+    Every node of *wave* with a Node is in the Kubernetes pool (the plan put it in the Kubernetes wave); the
+    pool's nodes in service are those whose Node carries the pool label and is in service (:func:`live_view`).
+    A wave node without a Node goes on to maint_k8s, which leaves it out as unknown to the API.
+
+    Work at risk: the Nodes decide which wave nodes are cordoned and drained now. A node that would take the
+    pool's nodes in service below its ``cluster_pools`` minimum is left out with the reason; a node someone
+    else cordoned is left as it is; a node Kubernetes does not show in service never counts toward the minimum.
+    """
+    views = live_views(node_objs, node_names)
+    pool_of = {host: view["pool"] for host, view in views.items()}
+    pool_of.update({node: K8S for node in wave or [] if node in views})
+    return wave_check(wave, views, pools, pool_of)

@@ -183,6 +183,40 @@ def _check_nodes(nodes):
     return errors
 
 
+def planner_nodes(hosts, views, leaves, k8s=None):
+    """The planner's nodes (``plan_waves``'s input) from the live state.
+
+    *views*: ``{host: slurm_node_info view}``; *leaves*: ``{host: cluster_leaf_switch}``; *k8s*:
+    ``{host: maint_k8s.live_view}`` read from Kubernetes, or None where Kubernetes was not read. A node's
+    pool is Slurm's (a partition, or our move/hold reason), else its Node's pool label. A Slurm-pool node
+    is in service when neither drained nor down in Slurm, unfinished when drained for maintenance. A
+    Kubernetes-pool node is parked in Slurm (drained, slurmd down), so Slurm says nothing about its service:
+    it is in service when its Node is Ready, schedulable and not tainted out, unfinished when it carries our
+    maintenance annotation.
+
+    Work at risk: ``in_service`` decides how many nodes a wave may take from a pool. A Kubernetes-pool node
+    Kubernetes cannot show (not read, no Node) is never counted in service, so a pool's minimum is kept
+    from the nodes proven in service.
+    """
+    nodes = []
+    for host in sorted(hosts):
+        view = (views or {}).get(host) or {}
+        ours = view.get("ours") or {}
+        kview = (k8s or {}).get(host)
+        pool = view.get("pool") or ("slurm" if view.get("in_partition") else None)
+        if pool is None and kview and kview.get("pool") in ("slurm", "k8s"):
+            pool = kview["pool"]
+        if pool == "k8s":
+            in_service = bool(kview) and bool(kview.get("in_service"))
+            unfinished = bool(kview) and kview.get("step") is not None
+        else:
+            in_service = bool(view) and not view.get("drained") and not view.get("down")
+            unfinished = ours.get("kind") == "maint"
+        nodes.append({"name": host, "pool": pool, "leaf": (leaves or {}).get(host), "in_service": in_service,
+                      "unfinished": unfinished})
+    return nodes
+
+
 def plan_waves(nodes, policy=None, pools=None):
     """Plan the maintenance waves.
 
@@ -203,6 +237,10 @@ def plan_waves(nodes, policy=None, pools=None):
       return after their wave) and take a place in it like any other node.
     Returns ``{waves, left_out, pools, max_unavailable, failure_threshold, drain_timeout, share}``.
     Raises ValueError on invalid input (validate first for messages that name hosts).
+
+    Work at risk: ``in_service`` and the pools' minimums decide how many nodes a wave takes out. A node
+    that would take its pool's in-service nodes below the minimum is left out with the reason; the plan
+    is guarded again before each wave by :func:`wave_check` against the live state.
     """
     norm, errors = normalize_policy(policy, pools)
     mins = {}
@@ -307,14 +345,20 @@ def wave_check(wave, views, pools, pool_of):
 
     A wave continues only where each pool's minimum still holds (an earlier wave's FAIL node stays out,
     so a later wave may no longer fit). A node drained by anyone but maintenance (an admin, a gate FAIL,
-    a pool move) is left as it is. *views*: ``{node: {drained, down, reason, ours}}`` (slurm_node_info);
-    *pools*: ``cluster_pools`` or None; *pool_of*: ``{node: pool}``.
+    a pool move) is left as it is. *views*: ``{node: {drained, down, reason, ours}}`` (slurm_node_info, or
+    maint_k8s.live_view for the Kubernetes pool); *pools*: ``cluster_pools`` or None; *pool_of*: ``{node: pool}``.
+
+    Work at risk: *views* decide which nodes go out now. A node that would take its pool's nodes in service
+    now below the minimum is left out with the reason; a node someone else drained or cordoned is left as
+    it is (their drain stands); only nodes of a known pool that are neither drained nor down count in service.
+    A pool policy it cannot read raises ValueError (no wave starts), never "no minimum".
     """
     mins = {}
     if pools:
-        pnorm, _errors = pools_normalize(pools)
-        if pnorm:
-            mins = {p: s["min"] for p, s in pnorm["pools"].items()}
+        pnorm, perrors = pools_normalize(pools)
+        if perrors or not pnorm:
+            raise ValueError("; ".join(perrors) or "cluster_pools: cannot be read")
+        mins = {p: s["min"] for p, s in pnorm["pools"].items()}
     up = {}
     for node, view in (views or {}).items():
         p = pool_of.get(node)
@@ -343,8 +387,69 @@ def wave_check(wave, views, pools, pool_of):
 
 
 def rollout_stops(failures, threshold):
-    """Whether a wave with *failures* FAIL/ERROR nodes stops the rollout (more than *threshold*)."""
+    """Whether a wave with *failures* FAIL/ERROR nodes stops the rollout (more than *threshold*).
+
+    Work at risk: *failures* must count every node of the wave that did not succeed (:func:`wave_failures`),
+    or a later wave starts after a failed one.
+    """
     return int(failures) > int(threshold)
+
+
+# Outcomes that are not failures: back in service, still draining (the next run goes on), left as it is.
+NOT_FAILED = ("resumed", "pending", "left_out")
+
+
+def wave_failures(wave, records):
+    """The nodes of *wave* that count against ``failure_threshold``: ``[{node, outcome, reason}]``.
+
+    *records*: ``{node: record or None}``, each node's latest maintenance record (maint_executor's,
+    maint_reboot's, maint_record's; maint_k8s's, maint_k8s_result's). A node counts when its outcome is
+    ``failed`` or ``error``, or when its record has no outcome: it started its wave and stopped in the
+    middle (never back from its reboot, a step that failed), so Ansible dropped it from the play before
+    its outcome was recorded. A node without any record never started (check mode, a wave not reached).
+
+    Work at risk: *records* decide whether the rollout goes on to the next wave. A node that stopped
+    mid-wave, or an outcome this function does not know, counts as a failure, never as a success.
+    """
+    out = []
+    for node in sorted(set(wave or [])):
+        rec = (records or {}).get(node)
+        if not isinstance(rec, dict):
+            continue
+        outcome = rec.get("outcome")
+        if outcome in NOT_FAILED:
+            continue
+        if outcome is None:
+            out.append({"node": node, "outcome": "error", "reason": "stopped in its wave with no outcome (never back "
+                                                                    "from its reboot, or a step failed)"})
+        else:
+            out.append({"node": node, "outcome": str(outcome), "reason": rec.get("reason") or str(outcome)})
+    return out
+
+
+def rollout_stop(records, threshold):
+    """Why the rollout stops: the first wave whose failures (:func:`wave_failures`) exceed *threshold*, as a
+    line naming the wave and its failed nodes; ``""`` when none does.
+
+    *records*: ``{node: record}`` or a list of records; each record's ``wave`` (the nodes of its serial
+    batch) groups them. Run before a wave starts it finds an earlier wave that no node was left to count
+    (every other node of it ended early); run after the waves it tells the report.
+
+    Work at risk: *records* decide whether a later wave starts. A wave with more failures than
+    *threshold* is always named, so no later wave starts after it.
+    """
+    if isinstance(records, dict):
+        by_node = {n: r for n, r in records.items() if isinstance(r, dict)}
+    else:
+        by_node = {r["node"]: r for r in records or [] if isinstance(r, dict) and r.get("node")}
+    waves = sorted({tuple(sorted(set(r.get("wave") or [n]))) for n, r in by_node.items()})
+    for wave in waves:
+        failures = wave_failures(wave, by_node)
+        if rollout_stops(len(failures), threshold):
+            why = "; ".join(f"{f['node']}: {f['reason']}" for f in failures)
+            return (f"wave {','.join(wave)} had {len(failures)} FAIL/ERROR nodes ({why}), above the failure "
+                    f"threshold {threshold}")
+    return ""
 
 
 def _major_minor(version, what):

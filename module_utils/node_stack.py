@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from ansible.module_utils.k8s_state import node_state
+
 # Lowest driver that runs each CUDA major through CUDA's minor-version compatibility
 # (CUDA Toolkit release notes, "CUDA Driver" table: 11.x >= 450.80.02, 12.x >= 525.60.13,
 # 13.x >= 580.65.06).
@@ -226,23 +228,190 @@ def apt_simulate_verdict(rc: int, text: str) -> dict:
     raise ValueError(f"apt-get --simulate: exit {rc} without a result I understand")
 
 
-def driver_change_decision(installed, wanted, view=None, scheduler=True, declared_drained=False) -> dict:
+# Driver packages whose version is the installed driver's, per package manager (anchored regular
+# expressions). Ubuntu's names carry the branch and the flavour (nvidia-driver-535, nvidia-driver-550-server,
+# nvidia-driver-550-server-open, libnvidia-compute-535, nvidia-utils-535-server, nvidia-dkms-535-server);
+# Debian's do not (nvidia-driver, libnvidia-ml1, nvidia-kernel-dkms, libcuda1 at 535.x); RHEL's come from
+# NVIDIA's CUDA repository. Every branch is read, so a branch change (535 -> 550) reads the 535 installed.
+# Packages versioned on their own (nvidia-persistenced, nvidia-settings) are not listed.
+DRIVER_PACKAGES = {
+    "apt": (r"nvidia-driver", r"libnvidia-ml1", r"libcuda1", r"nvidia-kernel-dkms", r"nvidia-open-kernel-dkms",
+            r"nvidia-driver-\d+(-server)?(-open)?", r"libnvidia-compute-\d+(-server)?", r"nvidia-utils-\d+(-server)?",
+            r"nvidia-dkms-\d+(-server)?(-open)?"),
+    "dnf": (r"nvidia-driver", r"nvidia-driver-cuda", r"nvidia-driver-cuda-libs", r"nvidia-driver-libs",
+            r"nvidia-driver-NVML", r"kmod-nvidia-latest-dkms", r"kmod-nvidia-open-dkms"),
+}
+_DRIVER_VERSION_RE = re.compile(r"^(?:\d+:)?(\d+\.\d+(?:\.\d+)?)(?:[-~+].*)?$")
+
+
+def _driver_upstream(version):
+    match = _DRIVER_VERSION_RE.match(str(version).strip()) if version is not None else None
+    return match.group(1) if match else None
+
+
+def installed_driver(packages, manager) -> dict:
+    """The installed driver from Ansible's package facts: ``{"state", "version", "packages", "reason"}``.
+
+    ``state`` is ``installed`` (``version`` is the upstream version, ``535.183.06`` from
+    ``535.183.06-0ubuntu0.22.04.1``), ``none`` (the facts were read and hold no driver package of
+    :data:`DRIVER_PACKAGES`) or ``unknown``: no package facts, no package data for *manager*, a version
+    that is not a driver version, or driver packages at different versions (a change half done).
+    ``packages`` maps each driver package found to its upstream version (None where unreadable).
+
+    Work at risk: none (read-only). Its caller must never read ``unknown`` as ``none``: only ``none``
+    lets :func:`driver_change_decision` install without asking any scheduler.
+    """
+    if manager not in DRIVER_PACKAGES:
+        return {"state": "unknown", "version": None, "packages": {},
+                "reason": f"no driver package data for package manager {manager!r} (known: "
+                          f"{', '.join(sorted(DRIVER_PACKAGES))})"}
+    if not isinstance(packages, dict):
+        return {"state": "unknown", "version": None, "packages": {},
+                "reason": "the installed packages could not be read (no package facts)"}
+    patterns = [re.compile(f"^{p}$") for p in DRIVER_PACKAGES[manager]]
+    found = {}
+    for name in sorted(map(str, packages)):
+        if not any(p.match(name) for p in patterns):
+            continue
+        entries = packages[name] if isinstance(packages[name], list) else [packages[name]]
+        versions = {_driver_upstream(e.get("version")) if isinstance(e, dict) else None for e in entries}
+        found[name] = versions.pop() if len(versions) == 1 else None
+    if not found:
+        return {"state": "none", "version": None, "packages": {}, "reason": "no driver package installed"}
+    odd = sorted(n for n, v in found.items() if v is None)
+    if odd:
+        return {"state": "unknown", "version": None, "packages": found,
+                "reason": f"driver package(s) {', '.join(odd)} carry no driver version I can read"}
+    versions = sorted(set(found.values()))
+    if len(versions) > 1:
+        by = ", ".join(f"{n} {v}" for n, v in sorted(found.items()))
+        return {"state": "unknown", "version": None, "packages": found,
+                "reason": f"driver packages at different versions ({by}): a change half done"}
+    return {"state": "installed", "version": versions[0], "packages": found,
+            "reason": f"driver {versions[0]} ({', '.join(sorted(found))})"}
+
+
+GPU_RESOURCE = "nvidia.com/gpu"
+_ENDED_PHASES = ("Succeeded", "Failed")
+
+
+def _requests_gpu(container):
+    resources = (container or {}).get("resources") or {}
+    for key in ("requests", "limits"):
+        value = (resources.get(key) or {}).get(GPU_RESOURCE)
+        if value is None:
+            continue
+        try:
+            if int(str(value).strip()) > 0:
+                return True
+        except ValueError:
+            return True  # a quantity I cannot read: counted as GPUs in use
+    return False
+
+
+def gpu_pods(pods) -> list[str]:
+    """``namespace/name`` of the pods (Pod objects bound to one node) that hold its GPUs: not ended
+    (phase other than Succeeded or Failed) with a container or init container that requests or limits
+    ``nvidia.com/gpu`` (Kubernetes defaults an extended resource's request to its limit).
+
+    Work at risk: none (read-only). A GPU quantity it cannot read counts as GPUs in use.
+    """
+    out = []
+    for p in pods or []:
+        if not isinstance(p, dict) or ((p.get("status") or {}).get("phase")) in _ENDED_PHASES:
+            continue
+        spec = p.get("spec") or {}
+        if any(_requests_gpu(c) for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])):
+            meta = p.get("metadata") or {}
+            out.append(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+    return sorted(out)
+
+
+def k8s_gpu_use(node_result, pods_result) -> dict:
+    """What Kubernetes shows of one node, from two registered ``kubernetes.core.k8s_info`` results: the
+    Node by name and the pods with ``spec.nodeName`` set to it.
+
+    Returns ``{"read", "known", "pool", "cordoned", "gpu_pods", "reason"}``. ``read`` is False where
+    either result failed or is missing: the caller counts such a node busy. ``known`` is False where the
+    API has no such Node (then no pod can run there). ``pool`` is the Node's pool label read as
+    module_utils/k8s_state.py does.
+
+    Work at risk: none (read-only). An unreadable answer is ``read: False``, never "no pods".
+    """
+    for what, result in (("the Node", node_result), ("its pods", pods_result)):
+        if not isinstance(result, dict) or result.get("failed") or not isinstance(result.get("resources"), list):
+            msg = result.get("msg") if isinstance(result, dict) else None
+            return {"read": False, "known": None, "pool": None, "cordoned": None, "gpu_pods": [],
+                    "reason": f"Kubernetes could not be read for {what}" + (f" ({msg})" if msg else "")}
+    nodes = node_result["resources"]
+    if not nodes:
+        return {"read": True, "known": False, "pool": None, "cordoned": None,
+                "gpu_pods": gpu_pods(pods_result["resources"]), "reason": "Kubernetes has no such Node"}
+    try:
+        state = node_state(nodes[0])
+    except ValueError as exc:
+        return {"read": False, "known": None, "pool": None, "cordoned": None, "gpu_pods": [],
+                "reason": f"Kubernetes could not be read for the Node ({exc})"}
+    return {"read": True, "known": True, "pool": state["pool"], "cordoned": state["unschedulable"],
+            "gpu_pods": gpu_pods(pods_result["resources"]), "reason": f"Node {state['name']}"}
+
+
+def _installed_state(installed):
+    """``(state, version, reason)`` from an :func:`installed_driver` result or a version string ('' or None: none)."""
+    if isinstance(installed, dict):
+        state = installed.get("state")
+        if state not in ("installed", "none", "unknown") or (state == "installed" and not installed.get("version")):
+            return "unknown", None, f"unreadable driver reading {installed!r}"
+        return state, installed.get("version"), installed.get("reason") or ""
+    if installed in (None, ""):
+        return "none", None, "no driver installed"
+    return "installed", str(installed), ""
+
+
+def driver_change_decision(installed, wanted, view=None, scheduler=True, declared_drained=False, k8s=None) -> dict:
     """May the driver packages on this node go from ``installed`` to ``wanted``?
 
-    ``installed`` is the installed driver version (None: none installed). ``view`` is the node's
-    live Slurm view (module_utils/pool_live.node_view) or None where Slurm does not know the node;
-    ``scheduler`` is False where the inventory has no Slurm controller (then only
-    ``declared_drained`` - the operator says the node is out of service - allows a change).
+    ``installed`` is :func:`installed_driver`'s result (or a version string; '' or None: none installed).
+    ``view`` is the node's live Slurm view (module_utils/pool_live.node_view) or None where Slurm does not
+    know the node; ``scheduler`` is False where the inventory has no Slurm controller (then only
+    ``declared_drained`` - the operator says the node is out of service - allows a change). ``k8s`` is
+    :func:`k8s_gpu_use`'s result where the inventory has a Kubernetes server, None where it has none.
 
-    Returns ``{"action": "install"|"keep"|"change"|"refuse", "reason"}``. A first install and
-    keeping the version always go ahead; a change goes ahead only on a node taken out of service
-    (drained in Slurm with no job left, or unknown to Slurm) and is otherwise refused.
+    Returns ``{"action": "install"|"keep"|"change"|"refuse", "reason"}``. A first install (no driver
+    package at all) and keeping the version always go ahead; a change, or a driver that cannot be read,
+    goes ahead only on a node taken out of service in every scheduler that can run work on it: drained
+    in Slurm with no job left (or unknown to Slurm), and, where Kubernetes is asked, no pod holding
+    ``nvidia.com/gpu`` on it and, in the Kubernetes pool, cordoned. Otherwise it is refused.
+
+    Work at risk: ``installed`` and the scheduler views decide whether a driver is replaced under running
+    jobs. A driver that cannot be read is never "none" (it takes the change path, never the install one);
+    Slurm busy, pods using the GPUs, a Kubernetes-pool node still schedulable, a Kubernetes answer that
+    could not be read, or a Kubernetes-pool node no Kubernetes server can show, each refuse the change
+    with the reason; the caller fails naming the host and ``nvidia_driver_version``.
     """
-    if not installed:
+    state, version, read = _installed_state(installed)
+    if state == "none":
         return {"action": "install", "reason": "no driver installed"}
-    if str(installed) == str(wanted):
-        return {"action": "keep", "reason": f"driver {installed} is the locked version"}
-    change = f"driver {installed} -> {wanted}"
+    if state == "installed" and version == str(wanted):
+        return {"action": "keep", "reason": f"driver {version} is the locked version"}
+    change = (f"driver {version} -> {wanted}" if state == "installed"
+              else f"installed driver unknown ({read}) -> {wanted}")
+    view_pool = (view or {}).get("pool")
+    if k8s is not None:
+        if not k8s.get("read"):
+            return {"action": "refuse", "reason": f"{change}: {k8s.get('reason') or 'Kubernetes could not be read'}; "
+                                                  "a node whose state cannot be read is counted busy"}
+        if k8s.get("gpu_pods"):
+            return {"action": "refuse", "reason": f"{change}: pods use its GPUs in Kubernetes "
+                                                  f"({', '.join(k8s['gpu_pods'])}); cordon and drain it "
+                                                  "(kubectl drain, or pools.yml) and wait for them to end"}
+        if (k8s.get("pool") == "k8s" or view_pool == "k8s") and k8s.get("known") and not k8s.get("cordoned"):
+            return {"action": "refuse", "reason": f"{change}: the node is in service in the Kubernetes pool "
+                                                  "(not cordoned); cordon and drain it first"}
+    elif view_pool == "k8s" and not declared_drained:
+        return {"action": "refuse", "reason": f"{change}: a Kubernetes-pool node, and no Kubernetes server "
+                                              "(group k8s_server) can show that no pod uses its GPUs; drain it "
+                                              "and set nvidia_driver_node_drained: true"}
     if not scheduler:
         if declared_drained:
             return {"action": "change", "reason": f"{change}: the inventory declares the node drained"}
