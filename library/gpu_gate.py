@@ -203,7 +203,7 @@ def nvml_snapshot(with_nvlink):
 def run_module():
     """Run the requested checks and exit with the combined verdict.
 
-    Work at risk: a PASS lets health_gate admit the node to jobs. Every check fails closed (see the
+    Work at risk: a PASS lets health_gate admit the node to jobs. Refused: every check fails closed (see the
     module's description): a check that cannot judge is an ERROR, and dcgm at level 1 (no GPU test) is one.
     """
     module = AnsibleModule(

@@ -690,8 +690,8 @@ def dcgm_verdict(parsed: Mapping, level: int | None = None) -> dict:
       runs only the Deployment checks), or no test that ran at all.
     * PASS otherwise; warnings are kept in the figures.
 
-    Work at risk: a PASS admits the node to jobs (health_gate resumes a node it held). PASS needs a
-    GPU test that ran and every section the level runs; anything the parse could not fully read is an
+    Work at risk: a PASS admits the node to jobs (health_gate resumes a node it held). Refused: PASS needs a GPU
+    test that ran and every section the level runs; anything the parse could not fully read is an
     ERROR, never a PASS.
     """
     figures = {"dcgm_failed": list(parsed["failed"]), "dcgm_warned": list(parsed["warned"]),

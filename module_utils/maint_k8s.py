@@ -130,7 +130,7 @@ def live_wave_check(wave, node_objs, node_names, pools):
     pool's nodes in service are those whose Node carries the pool label and is in service (:func:`live_view`).
     A wave node without a Node goes on to maint_k8s, which leaves it out as unknown to the API.
 
-    Work at risk: the Nodes decide which wave nodes are cordoned and drained now. A node that would take the
+    Work at risk: the Nodes decide which wave nodes are cordoned and drained now. Guarded: a node that would take the
     pool's nodes in service below its ``cluster_pools`` minimum is left out with the reason; a node someone
     else cordoned is left as it is; a node Kubernetes does not show in service never counts toward the minimum.
     """

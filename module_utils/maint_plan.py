@@ -194,8 +194,8 @@ def planner_nodes(hosts, views, leaves, k8s=None):
     it is in service when its Node is Ready, schedulable and not tainted out, unfinished when it carries our
     maintenance annotation.
 
-    Work at risk: ``in_service`` decides how many nodes a wave may take from a pool. A Kubernetes-pool node
-    Kubernetes cannot show (not read, no Node) is never counted in service, so a pool's minimum is kept
+    Work at risk: ``in_service`` decides how many nodes a wave may take from a pool. Guarded: a Kubernetes-pool
+    node Kubernetes cannot show (not read, no Node) is never counted in service, so a pool's minimum is kept
     from the nodes proven in service.
     """
     nodes = []
@@ -348,10 +348,10 @@ def wave_check(wave, views, pools, pool_of):
     a pool move) is left as it is. *views*: ``{node: {drained, down, reason, ours}}`` (slurm_node_info, or
     maint_k8s.live_view for the Kubernetes pool); *pools*: ``cluster_pools`` or None; *pool_of*: ``{node: pool}``.
 
-    Work at risk: *views* decide which nodes go out now. A node that would take its pool's nodes in service
+    Work at risk: *views* decide which nodes go out now. Guarded: a node that would take its pool's nodes in service
     now below the minimum is left out with the reason; a node someone else drained or cordoned is left as
     it is (their drain stands); only nodes of a known pool that are neither drained nor down count in service.
-    A pool policy it cannot read raises ValueError (no wave starts), never "no minimum".
+    Refused: a pool policy it cannot read raises ValueError (no wave starts), never "no minimum".
     """
     mins = {}
     if pools:
@@ -390,7 +390,8 @@ def rollout_stops(failures, threshold):
     """Whether a wave with *failures* FAIL/ERROR nodes stops the rollout (more than *threshold*).
 
     Work at risk: *failures* must count every node of the wave that did not succeed (:func:`wave_failures`),
-    or a later wave starts after a failed one.
+    or a later wave starts after a failed one. Guarded: its callers count them with :func:`wave_failures`,
+    where a node without an outcome is a failure.
     """
     return int(failures) > int(threshold)
 
@@ -408,7 +409,7 @@ def wave_failures(wave, records):
     middle (never back from its reboot, a step that failed), so Ansible dropped it from the play before
     its outcome was recorded. A node without any record never started (check mode, a wave not reached).
 
-    Work at risk: *records* decide whether the rollout goes on to the next wave. A node that stopped
+    Work at risk: *records* decide whether the rollout goes on to the next wave. Guarded: a node that stopped
     mid-wave, or an outcome this function does not know, counts as a failure, never as a success.
     """
     out = []
@@ -435,7 +436,7 @@ def rollout_stop(records, threshold):
     batch) groups them. Run before a wave starts it finds an earlier wave that no node was left to count
     (every other node of it ended early); run after the waves it tells the report.
 
-    Work at risk: *records* decide whether a later wave starts. A wave with more failures than
+    Work at risk: *records* decide whether a later wave starts. Guarded: a wave with more failures than
     *threshold* is always named, so no later wave starts after it.
     """
     if isinstance(records, dict):

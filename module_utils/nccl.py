@@ -129,7 +129,7 @@ def parse_all_reduce_perf(text: str) -> dict:
     alltoall). sendrecv_perf between two ranks (busbw = algbw, as all-reduce's over two ranks) cannot
     be told apart where the output does not name its program.
 
-    Work at risk: the gate's PASS admits a node to jobs. Output the parser does not fully understand
+    Work at risk: the gate's PASS admits a node to jobs. Refused: output the parser does not fully understand
     (truncated, foreign, another collective, a number that is not finite) raises ParseError, which the
     gate reports as an ERROR, never a PASS.
     """

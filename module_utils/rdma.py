@@ -180,7 +180,7 @@ def parse_ib_write_bw(text: str) -> dict:
     the largest message size, in Gb/s whatever unit was printed. Every bandwidth and rate must be a
     finite number: ``nan``/``-nan``/``inf`` (perftest prints a double with ``%lf``) raises ParseError.
 
-    Work at risk: the gate's PASS admits a node to jobs. A table the parser does not fully read
+    Work at risk: the gate's PASS admits a node to jobs. Refused: a table the parser does not fully read
     (truncated, unknown unit, a number that is not finite) raises ParseError, which the gate reports as
     an ERROR, never a PASS (``nan`` compares as not below any threshold).
     """
