@@ -83,7 +83,9 @@ def node_view(name, slurm_node=None, k8s_node=None):
     down = bool(slurm_node) and (slurm_node.get("state") in _DOWN or "NOT_RESPONDING" in flags)
     failed_gate = parsed is not None and parsed["kind"] == "gate"
     held = held_reason(name, reason)
-    healthy = (not admin_hold and not failed_gate and held is None
+    # A node in an active MAINT reservation runs only that reservation's jobs: not capacity, and not moved.
+    in_maint = bool(flags & {"MAINT", "MAINTENANCE"})
+    healthy = (not admin_hold and not failed_gate and held is None and not in_maint
                and not (pool == SLURM and in_partition and down and parsed is None))
     schedulable = (in_partition and slurm_node.get("state") in SERVING_STATES and not flags & HOLD_FLAGS)
     return {

@@ -22,10 +22,11 @@ SUFFIX_FLAGS = {
 }
 BUSY_STATES = frozenset({"ALLOCATED", "MIXED", "COMPLETING", "DRAINING"})
 SERVING_STATES = frozenset({"IDLE", "ALLOCATED", "MIXED", "COMPLETING"})
-# Flags that keep a node from taking new jobs.
+# Flags that keep a node from taking the pool's new jobs. An active MAINT reservation (scontrol prints the
+# flag as MAINTENANCE, sinfo's "$" suffix reads as MAINT) lets only that reservation's jobs in.
 HOLD_FLAGS = frozenset(
     {"DRAIN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN", "POWER_DOWN", "POWERING_UP",
-     "REBOOT_REQUESTED", "REBOOT_ISSUED", "INVALID_REG", "FUTURE", "BLOCKED"}
+     "REBOOT_REQUESTED", "REBOOT_ISSUED", "INVALID_REG", "FUTURE", "BLOCKED", "MAINT", "MAINTENANCE"}
 )
 
 _KEY_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)=(.*)$")

@@ -215,3 +215,14 @@ def test_node_schedulable_in_both_schedulers_is_reported_with_both():
     assert merge_k8s(drained, node_states([k8s_node("gpu12")]), ["gpu12"])["gpu12"]["schedulers"] == ["k8s"]
     cordoned = node_states([k8s_node("gpu12", cordoned=True)])
     assert merge_k8s(views, cordoned, ["gpu12"])["gpu12"]["schedulers"] == ["slurm"]
+
+
+@pytest.mark.parametrize("state", ["IDLE+MAINTENANCE+RESERVED", "MIXED+MAINTENANCE+RESERVED", "IDLE$"])
+def test_node_in_an_active_maint_reservation_is_not_capacity(lab_nodes, state):
+    # A MAINT reservation takes the node out of the pool's service: it runs only the reservation's jobs.
+    # scontrol prints the flag as MAINTENANCE; sinfo's "$" suffix reads as MAINT.
+    line = next(ln for ln in CAPTURE.read_text().splitlines() if ln.startswith("NodeName=gpu01 "))
+    node = parse_scontrol_nodes(line.replace("State=IDLE ", f"State={state} "))["gpu01"]
+    view = node_view("gpu01", node)
+    assert view["pool"] == "slurm" and not view["healthy"], view
+    assert "slurm" not in view["schedulers"], view
