@@ -30,11 +30,70 @@ gres.conf(5) facts used:
   position = rank of the minor number.
 * ``NodeName=`` first on a line when one file serves many nodes (configless Slurm
   ships the controller's gres.conf to every node).
+
+GPU records are reported by the nodes themselves, and one gres.conf serves every node, so each
+field is checked on the controller before it is written (:func:`gpu_record_errors`): a newline in
+``file`` would add a line of its own (``NodeName=ALL ...``), a ``#`` would cut the line, a space
+would add a key. A record that fails is refused naming the host and the field; nothing is written.
 """
 
 import re
 
 from ansible.module_utils.hostlist import hostlist_fold
+
+# What the nodes' discovery (module_utils/nvml.py) produces, and nothing a config line could misread.
+_GPU_FIELDS = {
+    "type": re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*"),
+    "file": re.compile(r"/dev/nvidia[0-9]+"),
+    "cores": re.compile(r"[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*"),
+}
+
+
+def _whole(value):
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value >= 0
+    return isinstance(value, str) and re.fullmatch(r"[0-9]+", value) is not None
+
+
+def gpu_record_errors(gpu):
+    """Errors (list) for one node-reported GPU record: each names the field and shows the value.
+
+    ``minor`` (and ``index`` when given) must be whole numbers, ``type`` a GRES type (letters, digits,
+    ``_ . -``), ``file`` a ``/dev/nvidia<N>`` device and ``cores`` a list of core ranges; ``nvlinks``
+    peers must be whole numbers. Empty ``type``/``file``/``cores`` are allowed (left out or derived).
+    """
+    if not isinstance(gpu, dict):
+        return [f"record is no mapping: {gpu!r}"]
+    where = f"GPU {gpu.get('index', '?')}"
+    errors = []
+    if not _whole(gpu.get("minor")):
+        errors.append(f"{where} field minor {gpu.get('minor')!r} is no whole number")
+    if "index" in gpu and not _whole(gpu["index"]):
+        errors.append(f"{where} field index {gpu['index']!r} is no whole number")
+    for field, pattern in _GPU_FIELDS.items():
+        value = gpu.get(field)
+        if value in (None, ""):
+            continue
+        if not isinstance(value, str) or pattern.fullmatch(value) is None:
+            errors.append(f"{where} field {field} {value!r} is not {pattern.pattern!r}")
+    for link in gpu.get("nvlinks") or []:
+        peer = link.get("peer_index") if isinstance(link, dict) else link
+        if peer is not None and not _whole(peer):
+            errors.append(f"{where} field nvlinks peer_index {peer!r} is no whole number")
+    return errors
+
+
+def check_gpu_records(gpus, host=None):
+    """Raise ValueError naming ``host`` and the first bad field when a GPU record fails
+    :func:`gpu_record_errors`; the caller writes nothing then."""
+    for gpu in gpus or []:
+        errors = gpu_record_errors(gpu)
+        if errors:
+            prefix = f"host {host}: " if host is not None else ""
+            raise ValueError(f"{prefix}{errors[0]}; the node's GPU report is refused and no gres.conf "
+                             f"is written (rerun gpu_discovery on it, or leave it out of the run)")
 
 
 def _ordered(gpus):
@@ -69,6 +128,7 @@ def gres_conf_lines(gpus, autodetect=False, node_name=None, cores=True, links=Tr
     prefix = f"NodeName={node_name} " if node_name else ""
     if autodetect:
         return [f"{prefix}AutoDetect=nvml"]
+    check_gpu_records(gpus, node_name)
     lines = []
     for gpu in _ordered(gpus or []):
         parts = ["Name=gpu"]
@@ -99,6 +159,12 @@ def gres_conf_cluster(gpus_by_host, autodetect=False, cores=True, links=True, au
     node-specific ``NodeName=<nodes> AutoDetect=nvml`` line instead of explicit lines (gres.conf(5)
     at 22.05 and 24.11: a NodeName line may carry its own AutoDetect, which wins over a global one);
     ``autodetect=True`` gives the one global line for every node.
+
+    Work at risk: ``gpus_by_host`` is what each node reported about itself, and the file reaches every
+    node; a record with a field a gres.conf line cannot hold (see :func:`gpu_record_errors`) is Refused
+    (ValueError naming the host and the field) before any text is made, so no node's lines change and
+    the file in place keeps serving every node. Leaving only that node out instead would make its slurmd
+    register fewer GPUs than slurm.conf promises and Slurm would drain it for a reason that names no field.
     """
     if autodetect:
         return "AutoDetect=nvml\n"
@@ -107,6 +173,7 @@ def gres_conf_cluster(gpus_by_host, autodetect=False, cores=True, links=True, au
     for host in sorted(gpus_by_host):
         if host.split(".", 1)[0] in detect:
             continue
+        check_gpu_records(gpus_by_host[host], host)
         body = tuple(gres_conf_lines(gpus_by_host[host] or [], cores=cores, links=links))
         if body:
             groups.setdefault(body, []).append(host)
@@ -121,8 +188,10 @@ def gres_node_string(gpus):
     """slurm.conf ``NodeName ... Gres=`` value: ``gpu:h100:8`` (``""`` without GPUs).
 
     Mixed models give one entry per type, sorted: ``gpu:a100:4,gpu:h100:4``; GPUs with
-    no type are counted as plain ``gpu:N``.
+    no type are counted as plain ``gpu:N``. A record that fails :func:`gpu_record_errors` is a
+    ValueError naming the field: the value goes into slurm.conf.
     """
+    check_gpu_records(gpus)
     counts = {}
     for gpu in gpus or []:
         key = gpu.get("type") or ""

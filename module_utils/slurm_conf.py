@@ -8,6 +8,8 @@ which keeps slurm.conf short on 10,000-node fleets.
 
 from __future__ import annotations
 
+import re
+
 from ansible.module_utils.hostlist import hostlist_fold
 from ansible.module_utils.slurm_change import version_tuple
 
@@ -16,16 +18,30 @@ class SlurmConfDataError(ValueError):
     """Configuration data that cannot be rendered; the message names the variable."""
 
 
+# slurm.conf(5) / src/common/parse_config.c: a quoted value is ``"([^"]*)"``, with no escape for ``"`` inside
+# it; an unescaped ``#`` starts a comment; a line ends at a newline. Text holding any of them cannot be written.
+_UNWRITABLE = {'"': 'a double quote (slurm.conf has no escape for it)', "#": "a # (slurm.conf would cut the line "
+               "there)", "\n": "a newline", "\r": "a carriage return"}
+
+
 def _value(key, value, variable):
+    """``value`` as slurm.conf text; quoted when it holds a space.
+
+    Text with a ``"`` (other than the outer pair of a value given already quoted), a ``#`` or a line
+    break is a SlurmConfDataError naming the variable and the key.
+    """
     if isinstance(value, bool):
         return "YES" if value else "NO"
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
     if isinstance(value, dict):
         raise SlurmConfDataError(f"variable {variable}: key {key} holds a mapping, Slurm wants a scalar")
-    text = str(value)
-    if "\n" in text:
-        raise SlurmConfDataError(f"variable {variable}: key {key} holds a newline")
+    listed = isinstance(value, (list, tuple))
+    text = ",".join(str(v) for v in value) if listed else str(value)
+    inner = text[1:-1] if len(text) >= 2 and text.startswith('"') and text.endswith('"') else text
+    for char, what in _UNWRITABLE.items():
+        if char in inner:
+            raise SlurmConfDataError(f"variable {variable}: key {key} holds {what}: {text!r}")
+    if listed:
+        return text
     if " " in text and not (text.startswith('"') and text.endswith('"')):
         text = f'"{text}"'
     return text
@@ -166,6 +182,12 @@ def _reserve(reserve):
     return out
 
 
+# A Gres= value as module_utils/gres.py writes it: gpu[:type][:count] entries, comma-separated, with an
+# optional (S:...) socket binding; nothing that could end the value, quote it or start a comment.
+_GRES = re.compile(r"[A-Za-z0-9_]+(:[A-Za-z0-9_.-]+)*(\([A-Za-z0-9:,-]+\))?"
+                   r"(,[A-Za-z0-9_]+(:[A-Za-z0-9_.-]+)*(\([A-Za-z0-9:,-]+\))?)*")
+
+
 def nodes_from_facts(hosts, hostvars, reserve, gres_var, extra=None):
     """Per-node NodeName dicts from gathered facts and GPU discovery.
 
@@ -177,6 +199,11 @@ def nodes_from_facts(hosts, hostvars, reserve, gres_var, extra=None):
     (`cores`, lowered so every GPU keeps at least one core) for the system, and carries its GPU
     model as a Feature. Gres= comes from the host variable gres_var (the caller names it:
     gpu_discovery sets gpu_discovery_gres). Hosts without facts are an error naming the host.
+
+    Work at risk: ``gres_var`` is what each node reported about its own GPUs and it lands in the one
+    slurm.conf every node reads; a value that is not a Gres= list (a space, ``"``, ``#``, ``=`` or a line
+    break in it) is Refused (SlurmConfDataError naming the host and the variable) before any line is
+    made, so the slurm.conf in place keeps serving every node.
     """
     res = _reserve(reserve)
     raw = []
@@ -192,6 +219,11 @@ def nodes_from_facts(hosts, hostvars, reserve, gres_var, extra=None):
         cores = int(hv["ansible_processor_cores"])
         threads = int(hv["ansible_processor_threads_per_core"])
         gres = hv.get(gres_var) or None
+        if gres is not None and (not isinstance(gres, str) or _GRES.fullmatch(gres) is None):
+            raise SlurmConfDataError(
+                f"host {host}: {gres_var} {gres!r} is no Gres= value ({_GRES.pattern}); the node's GPU "
+                f"report is refused and no slurm.conf is written (rerun gpu_discovery on it)"
+            )
         raw.append((host, sockets, cores, threads, gres, int(hv["ansible_memtotal_mb"])))
     shape_mem = {}
     for _, sockets, cores, threads, gres, mem in raw:

@@ -1,5 +1,6 @@
 """gres.conf and Gres= generation (module_utils/gres.py, filter slurm_gres_conf)."""
 
+import pytest
 from ansible.module_utils.gres import (
     check_gpu_count,
     check_gpu_types,
@@ -131,3 +132,35 @@ def test_gres_filters_are_exposed():
         filters["slurm_gres_conf_cluster"]({"n1": [gpu(0, 0)]})
         == "NodeName=n1 Name=gpu Type=h100 File=/dev/nvidia0\n"
     )
+
+
+BAD_FIELDS = [
+    ("file", "/dev/nvidia0\nNodeName=ALL Name=gpu File=/dev/null"),
+    ("file", "/dev/nvidia0 # gpu01"),
+    ("type", 'h100"'),
+    ("type", "h100 Count=64"),
+    ("cores", "0-31#"),
+    ("minor", "0\nNodeName=ALL"),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), BAD_FIELDS)
+def test_a_node_reported_gpu_field_that_could_add_or_cut_a_line_is_refused_naming_host_and_field(field, value):
+    bad = gpu(0, 0, cores="0-31")
+    bad[field] = value
+    good = {"gpu01": [gpu(0, 0, cores="0-31")], "gpu02": [bad]}
+    with pytest.raises(ValueError, match=rf"host gpu02: GPU 0 field {field} "):
+        gres_conf_cluster(good)
+
+
+def test_a_gres_type_that_slurm_conf_cannot_hold_is_refused_before_it_becomes_gres():
+    with pytest.raises(ValueError, match="field type"):
+        gres_node_string([gpu(0, 0, gtype='h100" Weight=1')])
+
+
+def test_well_formed_records_render_the_same_cluster_file():
+    gpus = {"gpu01": [gpu(0, 0, cores="0-31", nvlinks=(1,)), gpu(1, 1, cores="32-63", nvlinks=(0,))],
+            "gpu02": [gpu(0, 0, cores="0-31", nvlinks=(1,)), gpu(1, 1, cores="32-63", nvlinks=(0,))]}
+    assert gres_conf_cluster(gpus) == (
+        "NodeName=gpu[01-02] Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-31 Links=-1,1\n"
+        "NodeName=gpu[01-02] Name=gpu Type=h100 File=/dev/nvidia1 Cores=32-63 Links=1,-1\n")
