@@ -14,7 +14,7 @@ from ansible.module_utils.k8s_pool import (
     gpu_admission_errors,
     leave_labels,
     merge_taints,
-    node_name,
+    node_names,
     pool_admissions,
     pool_gpu_total,
 )
@@ -73,17 +73,19 @@ def k8s_leave_node_patch(node_name, label_key, admitted_label="gpufleet.io/admit
 
 def k8s_node_names(hosts, hostvars, var="cluster_k8s_node_name"):
     """``{host: Node name}``: host variable ``var`` when set, else the gathered kernel hostname (what k3s and the
-    kubelet register), else the inventory name; lowercased."""
+    kubelet register), else the inventory name; lowercased. ``node_names`` refuses a name that is no DNS
+    subdomain, a reported hostname that is another inventory host's, and two hosts mapping to one Node."""
     known = set(hostvars)
-    out = {}
+    explicit, reported = {}, {}
     for host in hosts:
         hv = hostvars[host] if host in known else {}
         facts = hv.get("ansible_facts") or {}
-        try:
-            out[host] = node_name(host, hv.get(var), facts.get("nodename") if isinstance(facts, dict) else None)
-        except ValueError as exc:
-            raise AnsibleFilterError(f"{host}: {var}: {exc}") from exc
-    return out
+        explicit[host] = hv.get(var)
+        reported[host] = facts.get("nodename") if isinstance(facts, dict) else None
+    try:
+        return node_names(list(hosts), explicit, reported, known, var)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
 
 
 def k8s_gpu_admission_errors(node_obj, host, hostvars, count_var, validator_pods=()):

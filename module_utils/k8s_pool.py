@@ -209,14 +209,63 @@ def node_admission(node_obj, gpu_count=None, validator_pods=(), verdict=None, *,
             "why": why}
 
 
-def node_name(host, explicit=None, nodename=None):
-    """The Node name a host registers with: ``explicit`` (``cluster_k8s_node_name``, which must equal the agent's
-    ``node-name`` when that is set), else the kernel hostname (``nodename``, what k3s and the kubelet register, an
-    FQDN where the hostname is one), else the inventory name; lowercased, as the kubelet does."""
-    for value in (explicit, nodename, host):
-        if value is not None and str(value).strip():
-            return str(value).strip().lower()
-    raise ValueError("k8s node: no host name")
+# A Node name is a DNS subdomain (RFC 1123): lower-case labels of letters, digits and '-', at most 253 long.
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+_DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
+REPORTED_FIELD = "ansible_facts.nodename"
+
+
+def _short(name):
+    return str(name).split(".", 1)[0].lower()
+
+
+def node_names(hosts, explicit=None, reported=None, inventory=(), var="cluster_k8s_node_name"):
+    """``{host: Node name}`` for ``hosts``, checked as a whole: ``explicit`` (``var``, which must equal the agent's
+    ``node-name`` when that is set), else the kernel hostname (what k3s and the kubelet register, an FQDN where
+    the hostname is one), else the inventory name; lowercased, as the kubelet does.
+
+    ``explicit``: host -> ``var`` (set by the admin); ``reported``: host -> the kernel hostname the node
+    reported about itself (``ansible_facts.nodename``); ``inventory``: every inventory host name.
+
+    Work at risk: the map picks the Node a run drains, cordons, uncordons and lifts the gate-failed taint
+    from, and a node's reported hostname can name another node's Node (a cloned image keeps its hostname;
+    a node can lie). Refused (ValueError naming the host and the field) before any Node is touched: a
+    name that is no DNS subdomain; a reported name whose first label is another inventory host's; two
+    hosts whose names share a first label (a short name finds its FQDN Node too), naming both hosts.
+    """
+    explicit, reported = explicit or {}, reported or {}
+    others = {_short(h): h for h in inventory}
+    out, where, by_short = {}, {}, {}
+    for host in hosts:
+        if host in out:
+            continue
+        chosen = None
+        for field, value in ((var, explicit.get(host)), (REPORTED_FIELD, reported.get(host)),
+                             ("inventory name", host)):
+            if value is not None and str(value).strip():
+                chosen = field, str(value).strip().lower()
+                break
+        if chosen is None:
+            raise ValueError(f"{host}: {var}: k8s node: no host name")
+        field, name = chosen
+        if len(name) > 253 or _DNS_SUBDOMAIN.fullmatch(name) is None:
+            raise ValueError(f"{host}: {field} {name!r} is no Kubernetes Node name (a lower-case DNS subdomain "
+                             f"of at most 253 characters); the host is refused, no Node is touched")
+        owner = others.get(_short(name))
+        if field == REPORTED_FIELD and owner is not None and _short(owner) != _short(host):
+            raise ValueError(f"{host}: {field} {name!r} is the name of inventory host {owner}, not of {host}; "
+                             f"the host is refused, no Node is touched (fix its hostname or set {var})")
+        other = by_short.get(_short(name))
+        if other is not None:
+            where[host] = (field, name)
+            first, second = sorted((other, host))
+            raise ValueError(f"{first} and {second} both map to Kubernetes Node name {_short(name)!r} "
+                             f"({first}: {where[first][0]} {where[first][1]!r}; {second}: {where[second][0]} "
+                             f"{where[second][1]!r}); both hosts are refused, no Node is touched (cloned "
+                             f"hostnames? fix them or set {var})")
+        by_short[_short(name)] = host
+        out[host], where[host] = name, (field, name)
+    return out
 
 
 def _registered(name, by_name):
@@ -240,6 +289,10 @@ def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=No
     registered under the FQDN of a short name, or the reverse, is found too when it is the only one).
     Returns ``{"nodes": {host: {name, taints, **admission}}, "unregistered": [host, ...]}``; ``taints`` are
     the node's live taints, for the merge that keeps their order (no patch when nothing changes).
+
+    Work at risk: an admission lifts the hold and the gate-failed taint and uncordons; two hosts that
+    resolve to one Node (a map entry naming another host's Node, or a short name finding its FQDN) would
+    let one host's verdict act on the other's Node. Refused: ValueError naming both hosts and the Node.
     """
     verdicts = verdicts or {}
     node_names = node_names or {}
@@ -248,13 +301,17 @@ def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=No
         name = ((obj or {}).get("metadata") or {}).get("name")
         if name:
             by_name[name] = obj
-    out, unregistered = {}, []
+    out, unregistered, claimed = {}, [], {}
     for host in sorted(hosts):
         obj = _registered(node_names.get(host, host), by_name)
         if obj is None:
             unregistered.append(host)
             continue
         name = obj["metadata"]["name"]
+        if name in claimed:
+            raise ValueError(f"{claimed[name]} and {host} both resolve to Kubernetes Node {name}; both hosts are "
+                             f"refused, no Node is touched (fix the Node-name map)")
+        claimed[name] = host
         try:
             state = node_admission(obj, gpu_counts.get(host), validator_pods, verdicts.get(host),
                                    fabric_labels=(fabric or {}).get(host), **kwargs)

@@ -190,3 +190,11 @@ def test_a_node_leaving_loses_pool_admission_and_fabric_labels_and_its_operands(
     assert labels == {"gpufleet.io/admitted": None, "gpufleet.io/leaf": None, "gpufleet.io/pool": None,
                       "gpufleet.io/spine": None, "nvidia.com/gpu.deploy.operands": "false"}
     assert set(fabric_label_keys()) <= set(labels)
+
+
+def test_two_hosts_resolving_to_one_registered_node_are_refused_naming_both():
+    # gpu05's map says gpu04's FQDN; gpu04 finds the same Node by its short name
+    live = [node("gpu04.lab.example", admitted=True, taints=(POOL,), unschedulable=False)]
+    with pytest.raises(ValueError, match=r"gpu04 and gpu05 .*gpu04.lab.example"):
+        pool_admissions(["gpu04", "gpu05"], live, {"gpu04": 2, "gpu05": 2}, [], {"gpu05": "PASS"},
+                        {"gpu05": "gpu04.lab.example"}, **KW)
