@@ -3,15 +3,20 @@
 At the end of a run that converged a host, the host keeps a receipt: the run's inputs digest (the code,
 every host's inventory variables, every host's stable facts and discovered GPUs) and what its roles manage,
 observed right then: the packages' versions, the units' states, and each path's type, owner, group, mode and
-SHA-1. The next run trusts the receipt only where the digest is the same and a fresh observation of the same
-things equals the recorded one, so any difference (an input, a fact, a package, a stopped unit, an edited
-or re-moded file) means the full run. Pure functions: the modules and the filter pass the data in.
+content digest, keyed by a random key of the host's own (``settle.key``, root-only beside the receipt) so the
+receipt holds no plain hash of a secret file (slurmdbd.conf holds the database password). The next run
+trusts the receipt only where the digest is the same and a fresh observation of the same things equals the
+recorded one, so any difference (an input, a fact, a package, a stopped unit, an edited or re-moded file)
+means the full run. Pure functions: the modules and the filter pass the data in.
 """
 
 import hashlib
+import hmac
 import json
 
-RECEIPT_VERSION = 1
+RECEIPT_VERSION = 2
+# Bytes of the per-host key that the content digests of a receipt are keyed with.
+KEY_BYTES = 32
 
 # Facts that change between two gatherings of an unchanged host (measured: tests/fixtures/settle/facts-*).
 # Leaving one out only costs the fast path; none of them may be read by a role (tests/unit/test_settle.py).
@@ -39,6 +44,23 @@ def canonical(value):
 def digest(value):
     """Hex SHA-256 of ``canonical(value)``."""
     return hashlib.sha256(canonical(value)).hexdigest()
+
+
+def keyed_paths(observed, key):
+    """``observed`` with each path's ``checksum`` (a plain SHA-1) replaced by HMAC-SHA256 under ``key``.
+
+    A plain hash of a file that holds a password lets whoever reads it test guesses offline; keyed by a
+    random per-host key, the digest still shows that the content changed (same key, same content, same
+    digest) and nothing else. ``observed`` is not modified.
+    """
+    if not isinstance(observed, dict) or not isinstance(observed.get("paths"), dict):
+        return observed
+    paths = {}
+    for name, state in observed["paths"].items():
+        if isinstance(state, dict) and isinstance(state.get("checksum"), str):
+            state = {**state, "checksum": hmac.new(key, state["checksum"].encode(), hashlib.sha256).hexdigest()}
+        paths[name] = state
+    return {**observed, "paths": paths}
 
 
 def _unordered(value):

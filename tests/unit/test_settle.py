@@ -3,6 +3,7 @@
 The module runs for real on this machine: dpkg-query, systemctl where systemd runs, and files under tmp_path.
 """
 
+import hashlib
 import json
 import os
 import pathlib
@@ -14,7 +15,14 @@ import sys
 import pytest
 import settle_receipt as module
 import yaml
-from ansible.module_utils.settle import VOLATILE_FACTS, differences, spec_from_results, stable_facts, verdict
+from ansible.module_utils.settle import (
+    RECEIPT_VERSION,
+    VOLATILE_FACTS,
+    differences,
+    spec_from_results,
+    stable_facts,
+    verdict,
+)
 from ansible.module_utils.testing import patch_module_args
 from settle import code_digest, settle_choose
 
@@ -98,6 +106,34 @@ def test_another_digest_an_old_receipt_or_none_is_not_settled(capsys, host):
     assert check(capsys, host)["reasons"] == ["receipt spec: path 'relative' is not absolute"]
 
 
+def test_the_receipt_holds_no_plain_checksum_of_a_managed_file(capsys, host):
+    # slurmdbd.conf holds the database password: a plain SHA-1 of it would let anyone with the receipt test
+    # guesses offline. The receipt keeps a digest keyed by a random per-host key, root-only beside it.
+    record(capsys, host)
+    plain = hashlib.sha1(host["conf"].read_bytes()).hexdigest()
+    text = pathlib.Path(host["receipt"]).read_text()
+    assert plain not in text
+    key = pathlib.Path(host["receipt"]).parent / "settle.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and len(key.read_bytes()) == 32
+    assert check(capsys, host)["settled"] is True
+
+
+def test_two_hosts_with_the_same_file_record_different_digests(capsys, host, tmp_path):
+    record(capsys, host)
+    other = str(tmp_path / "other" / "settle.json")
+    run(capsys, state="recorded", digest="d1", spec=host["spec"], path=other)
+    mine, theirs = (json.loads(pathlib.Path(p).read_text())["observed"]["paths"][str(host["conf"])]["checksum"]
+                    for p in (host["receipt"], other))
+    assert mine and theirs and mine != theirs
+
+
+def test_a_receipt_without_its_key_is_not_settled(capsys, host):
+    record(capsys, host)
+    (pathlib.Path(host["receipt"]).parent / "settle.key").unlink()
+    out = check(capsys, host)
+    assert out["settled"] is False and out["reasons"] == ["no receipt key"]
+
+
 def test_check_mode_writes_no_receipt(capsys, host):
     out = run(capsys, state="recorded", digest="d1", spec=host["spec"], path=host["receipt"], _ansible_check_mode=True)
     assert out["written"] is False and not os.path.exists(host["receipt"])
@@ -110,10 +146,10 @@ def test_a_spec_that_is_not_names_fails_before_writing(capsys, host):
 
 def test_verdict_leans_to_not_settled():
     observed = {"packages": {"munge": "1"}, "units": {}, "paths": {}, "users": {}}
-    good = {"version": 1, "digest": "d", "written": 100.0, "observed": observed, "spec": {}}
+    good = {"version": RECEIPT_VERSION, "digest": "d", "written": 100.0, "observed": observed, "spec": {}}
     assert verdict(good, "d", observed, 150.0, 86400) == (True, [])
     assert verdict(good, "d", observed, 50.0, 86400)[0] is False  # written in the future
-    assert verdict({**good, "version": 2}, "d", observed, 150.0, 86400)[0] is False
+    assert verdict({**good, "version": RECEIPT_VERSION - 1}, "d", observed, 150.0, 86400)[0] is False
     assert verdict({**good, "written": True}, "d", observed, 150.0, 86400)[0] is False
     assert verdict(good, "d", {**observed, "packages": {"munge": "2"}}, 150.0, 86400) == (
         False, ['package munge: "1" -> "2"'])
