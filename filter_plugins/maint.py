@@ -18,6 +18,7 @@ from ansible.module_utils.maint_plan import (
     validate,
     wave_check,
     wave_failures,
+    wave_schedule,
 )
 from ansible.module_utils.maint_report import build, render_html, render_json
 from ansible.module_utils.node_stack import OVERRIDES
@@ -73,29 +74,18 @@ def maint_wave_check(wave, views, pools):
     return wave_check(wave, views, pools, pool_of)
 
 
-def maint_schedule(plan, views, k8s=False):
-    """The executor's host order and serial batch sizes from the plan's waves: ``{order, serial, left_out}``.
+def maint_schedule(plan, nodes, k8s=False):
+    """The Slurm wave play's host order and serial batch sizes from the plan's waves: ``{order, serial,
+    left_out, lines}`` (module_utils.maint_plan.wave_schedule; *nodes*: maint_planner_nodes', the plan's input).
 
-    Only Slurm-pool nodes are executed here. Kubernetes-pool nodes are left out with the reason, unless
-    *k8s* (the inventory has a Kubernetes server): then the Kubernetes wave play takes them
-    (maint_kube_schedule) and they are neither here nor left out.
+    Only Slurm-pool nodes are executed here; with *k8s* (the inventory has a Kubernetes server) the
+    Kubernetes wave play takes the Kubernetes-pool nodes (maint_kube_schedule). ``left_out`` is the plan's
+    and the nodes neither play takes, with the reason; ``lines`` says the latter for the plan's summary.
     """
-    order, serial, left = [], [], list(plan.get("left_out") or [])
-    for wave in plan.get("waves") or []:
-        keep = []
-        for node in wave:
-            view = (views or {}).get(node) or {}
-            if (view.get("pool") or ("slurm" if view.get("in_partition") else None)) == "k8s":
-                if k8s:
-                    continue
-                left.append({"node": node, "reason": "Kubernetes-pool node: maintain.yml executes Slurm-pool "
-                                                     "nodes only (docs/maintenance.md)"})
-            else:
-                keep.append(node)
-        if keep:
-            order.extend(keep)
-            serial.append(len(keep))
-    return {"order": order, "serial": serial or [1], "left_out": left}
+    split = wave_schedule(plan, nodes, bool(k8s))
+    left = list((plan or {}).get("left_out") or []) + split["left_out"]
+    lines = [f"  left out: {x['node']}: {x['reason']}" for x in split["left_out"]]
+    return {**split["slurm"], "left_out": left, "lines": lines}
 
 
 def maint_versions(packages, names):

@@ -1,5 +1,6 @@
 """Node-stack filters: the version lock's compatibility checks and the node-stack roles' decisions."""
 
+import base64
 import os
 
 import ansible.module_utils
@@ -15,6 +16,7 @@ from ansible.module_utils.node_stack import (
     fleet_compat_errors,
     installed_driver,
     k8s_gpu_use,
+    loaded_module,
 )
 
 
@@ -29,9 +31,26 @@ def node_stack_driver_decision(installed, wanted, view=None, scheduler=True, dec
     return driver_change_decision(installed or None, wanted, view, scheduler, declared_drained, k8s)
 
 
-def node_stack_installed_driver(packages, manager):
-    """Ansible's package facts -> the installed driver {state: installed|none|unknown, version, packages, reason}."""
-    return installed_driver(packages, manager)
+def node_stack_installed_driver(packages, manager, module=None):
+    """Ansible's package facts (and the node_stack_loaded_module result) -> the installed driver {state:
+    installed|none|unknown, version, packages, reason; source: module for a runfile driver}."""
+    return installed_driver(packages, manager, module)
+
+
+def node_stack_loaded_module(stat_result, slurp_result):
+    """The registered stat and slurp of /proc/driver/nvidia/version -> the loaded kernel module {loaded:
+    true|false|null, version, reason}; a failed stat is null (unknown), a failed or skipped slurp of a file
+    that exists is a module whose version cannot be read."""
+    stat = stat_result if isinstance(stat_result, dict) else {}
+    present = None if stat.get("failed") or "stat" not in stat else bool((stat.get("stat") or {}).get("exists"))
+    text = None
+    slurp = slurp_result if isinstance(slurp_result, dict) else {}
+    if present and not slurp.get("failed") and isinstance(slurp.get("content"), str):
+        try:
+            text = base64.b64decode(slurp["content"]).decode("utf-8", "replace")
+        except ValueError:
+            text = None
+    return loaded_module(present, text)
 
 
 def node_stack_k8s_gpu_use(node_result, pods_result):
@@ -50,6 +69,7 @@ class FilterModule:
             "node_stack_compat_errors": node_stack_compat_errors,
             "node_stack_driver_decision": node_stack_driver_decision,
             "node_stack_installed_driver": node_stack_installed_driver,
+            "node_stack_loaded_module": node_stack_loaded_module,
             "node_stack_k8s_gpu_use": node_stack_k8s_gpu_use,
             "node_stack_apt_simulate": as_filter(node_stack_apt_simulate, (ValueError,)),
         }

@@ -8,7 +8,7 @@ reason format, module_utils/node_reason.py), so a killed run is finished by the 
 """
 
 from ansible.module_utils.k8s_state import node_state
-from ansible.module_utils.maint_plan import wave_check
+from ansible.module_utils.maint_plan import wave_check, wave_schedule
 from ansible.module_utils.node_reason import make_reason, parse_reason
 
 ANNOTATION = "gpufleet.io/maint"
@@ -28,20 +28,13 @@ def drain_options(timeout, force=False):
             "force": bool(force), "disable_eviction": False}
 
 
-def _pool(view):
-    view = view or {}
-    return view.get("pool") or ("slurm" if view.get("in_partition") else None)
+def schedule(plan, nodes):
+    """The Kubernetes-pool nodes of the plan's waves, in wave order: ``{order, serial}`` (the k8s wave play).
 
-
-def schedule(plan, views):
-    """The Kubernetes-pool nodes of the plan's waves, in wave order: ``{order, serial}`` (the k8s wave play)."""
-    order, serial = [], []
-    for wave in (plan or {}).get("waves") or []:
-        keep = [n for n in wave if _pool((views or {}).get(n)) == K8S]
-        if keep:
-            order.extend(keep)
-            serial.append(len(keep))
-    return {"order": order, "serial": serial or [1]}
+    *nodes*: maint_plan.planner_nodes' list, the plan's input (maint_plan.wave_schedule reads each node's
+    pool from it; a node of no known pool goes to neither wave play).
+    """
+    return wave_schedule(plan, nodes, True)[K8S]
 
 
 def step_annotation(step, run_id):

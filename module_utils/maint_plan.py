@@ -340,6 +340,51 @@ def plan_waves(nodes, policy=None, pools=None):
     }
 
 
+POOL_PLAYS = {"slurm": "maintain.yml's Slurm wave play", "k8s": "maintain_k8s.yml's Kubernetes wave play"}
+
+
+def wave_schedule(plan, nodes, k8s=False):
+    """Split the plan's waves between the wave plays by each node's pool, as the planner read it.
+
+    *nodes*: :func:`planner_nodes`' list (the plan's input), so a node's pool is the one the plan counted it
+    in: Slurm's (a partition, or our move/hold reason), else its Node's pool label. *k8s*: the inventory has
+    a Kubernetes server (the Kubernetes wave play runs). Returns ``{slurm: {order, serial}, k8s: {order,
+    serial}, left_out: [{node, reason}]}``: each play's hosts in wave order and its serial batch sizes (one
+    per wave that has any of its nodes; ``[1]`` when none), and the wave nodes neither play takes.
+
+    Work at risk: a wave node's pool decides which play drains, changes and reboots it. Guarded: a node
+    goes only to the play of the pool the planner counted it in, so a Kubernetes-pool node (parked in
+    Slurm, or absent from it) is never drained through Slurm while pods run on it. Refused: a node whose
+    pool no scheduler shows, or one the planner did not read, goes to neither play and is left out with the
+    reason; so is a Kubernetes-pool node where no Kubernetes server can drain it.
+    """
+    pool_of = {n["name"]: n.get("pool") for n in nodes or [] if isinstance(n, dict) and n.get("name")}
+    out = {"slurm": {"order": [], "serial": []}, "k8s": {"order": [], "serial": []}, "left_out": []}
+    for wave in (plan or {}).get("waves") or []:
+        take = {"slurm": [], "k8s": []}
+        for node in wave:
+            pool = pool_of.get(node)
+            if node not in pool_of:
+                why = "the planner did not read it: maintained in neither wave"
+            elif pool not in POOL_PLAYS:
+                why = (f"its pool is unknown ({pool!r}): neither Slurm (no partition, no move or hold reason) "
+                       "nor Kubernetes (no Node with the pool label) shows it, so it is maintained in neither wave")
+            elif pool == "k8s" and not k8s:
+                why = ("Kubernetes-pool node and no Kubernetes server (group k8s_server) to drain it: maintain.yml "
+                       "executes Slurm-pool nodes only (docs/maintenance.md)")
+            else:
+                take[pool].append(node)
+                continue
+            out["left_out"].append({"node": node, "reason": why})
+        for pool, members in take.items():
+            if members:
+                out[pool]["order"].extend(members)
+                out[pool]["serial"].append(len(members))
+    for pool in ("slurm", "k8s"):
+        out[pool]["serial"] = out[pool]["serial"] or [1]
+    return out
+
+
 def wave_check(wave, views, pools, pool_of):
     """Split a planned *wave* against the live state before it starts: ``{go: [...], left_out: [...]}``.
 

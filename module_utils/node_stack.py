@@ -249,7 +249,57 @@ def _driver_upstream(version):
     return match.group(1) if match else None
 
 
-def installed_driver(packages, manager) -> dict:
+# /proc/driver/nvidia/version, written by the loaded nvidia kernel module: "NVRM version: <id>" then "GCC version:
+# <compiler>"; the id names the module, then the driver version as a word of its own ("NVIDIA UNIX x86_64 Kernel
+# Module  550.54.15  <build date>", "NVIDIA UNIX Open Kernel Module for x86_64  550.127.05  Release Build ...").
+MODULE_VERSION_FILE = "/proc/driver/nvidia/version"
+_MODULE_LINE_RE = re.compile(r"^NVRM version:.*?Kernel Module(?P<rest>.*)$", re.MULTILINE)
+_MODULE_VERSION_RE = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+
+
+def loaded_module(present, text) -> dict:
+    """The loaded nvidia kernel module from :data:`MODULE_VERSION_FILE`: ``{"loaded", "version", "reason"}``.
+
+    *present*: whether the file exists (True: the module is loaded; False: it is not; None: that could not be
+    read); *text*: its content, None where it could not be read. ``loaded`` is True, False or None (unknown);
+    ``version`` is the driver version of the loaded module, None where it cannot be read.
+
+    Work at risk: none (read-only). A module that is loaded but whose version cannot be read keeps ``version``
+    None with ``loaded`` True, and whether a module is loaded that cannot be read is ``loaded`` None: neither
+    reads as "no module".
+    """
+    if present is False:
+        return {"loaded": False, "version": None,
+                "reason": f"no nvidia kernel module loaded ({MODULE_VERSION_FILE} absent)"}
+    if present is not True:
+        return {"loaded": None, "version": None,
+                "reason": f"whether an nvidia kernel module is loaded could not be read ({MODULE_VERSION_FILE})"}
+    match = _MODULE_LINE_RE.search(text) if isinstance(text, str) else None
+    version = next((w for w in match.group("rest").split() if _MODULE_VERSION_RE.match(w)), None) if match else None
+    if version is None:
+        what = "could not be read" if not isinstance(text, str) else f"holds no version I can read ({text[:120]!r})"
+        return {"loaded": True, "version": None,
+                "reason": f"an nvidia kernel module is loaded but {MODULE_VERSION_FILE} {what}"}
+    return {"loaded": True, "version": version, "reason": f"nvidia kernel module {version} loaded"}
+
+
+def _with_module(found, module):
+    """:func:`installed_driver`'s packages-only result *found*, with the loaded kernel module read in."""
+    if module is None or found["state"] != "none":
+        return found
+    loaded = module.get("loaded") if isinstance(module, dict) else None
+    if loaded is False:
+        return found
+    if loaded is True and module.get("version"):
+        version = str(module["version"])
+        return {"state": "installed", "version": version, "packages": {}, "source": "module",
+                "reason": f"driver {version} from the loaded kernel module and no driver package (a runfile install)"}
+    why = module.get("reason") if isinstance(module, dict) else f"unreadable kernel module reading {module!r}"
+    return {"state": "unknown", "version": None, "packages": {},
+            "reason": f"no driver package, and {why or 'the kernel module could not be read'}"}
+
+
+def installed_driver(packages, manager, module=None) -> dict:
     """The installed driver from Ansible's package facts: ``{"state", "version", "packages", "reason"}``.
 
     ``state`` is ``installed`` (``version`` is the upstream version, ``535.183.06`` from
@@ -258,9 +308,20 @@ def installed_driver(packages, manager) -> dict:
     that is not a driver version, or driver packages at different versions (a change half done).
     ``packages`` maps each driver package found to its upstream version (None where unreadable).
 
+    *module*: :func:`loaded_module`'s result (None: not read, the packages alone decide). A driver with no
+    package whose kernel module is loaded - NVIDIA's runfile installs no package - is ``installed`` at the
+    module's version with ``source`` ``module``; with no package and a module loaded whose version cannot be
+    read, or whether one is loaded unknown, the driver is ``unknown``.
+
     Work at risk: none (read-only). Its caller must never read ``unknown`` as ``none``: only ``none``
-    lets :func:`driver_change_decision` install without asking any scheduler.
+    lets :func:`driver_change_decision` install without asking any scheduler, and a loaded module is never
+    ``none``.
     """
+    return _with_module(_packaged_driver(packages, manager), module)
+
+
+def _packaged_driver(packages, manager) -> dict:
+    """:func:`installed_driver` from the package facts alone."""
     if manager not in DRIVER_PACKAGES:
         return {"state": "unknown", "version": None, "packages": {},
                 "reason": f"no driver package data for package manager {manager!r} (known: "
@@ -383,19 +444,29 @@ def driver_change_decision(installed, wanted, view=None, scheduler=True, declare
     in Slurm with no job left (or unknown to Slurm), and, where Kubernetes is asked, no pod holding
     ``nvidia.com/gpu`` on it and, in the Kubernetes pool, cordoned. Otherwise it is refused.
 
+    A driver installed without packages (NVIDIA's runfile, read from its loaded kernel module) takes the
+    change path even at the locked version: the locked packages go in over it.
+
     Work at risk: ``installed`` and the scheduler views decide whether a driver is replaced under running
-    jobs. A driver that cannot be read is never "none" (it takes the change path, never the install one);
+    jobs. A driver that cannot be read is never "none" (it takes the change path, never the install one),
+    nor is a runfile driver whose kernel module is loaded (Guarded: the change path, never install or keep);
     Slurm busy, pods using the GPUs, a Kubernetes-pool node still schedulable, a Kubernetes answer that
     could not be read, or a Kubernetes-pool node no Kubernetes server can show, each refuse the change
     with the reason; the caller fails naming the host and ``nvidia_driver_version``.
     """
     state, version, read = _installed_state(installed)
+    # A runfile driver (a loaded module, no package): the locked packages go in over it, a change even at its version.
+    runfile = state == "installed" and isinstance(installed, dict) and installed.get("source") == "module"
     if state == "none":
         return {"action": "install", "reason": "no driver installed"}
-    if state == "installed" and version == str(wanted):
+    if state == "installed" and version == str(wanted) and not runfile:
         return {"action": "keep", "reason": f"driver {version} is the locked version"}
-    change = (f"driver {version} -> {wanted}" if state == "installed"
-              else f"installed driver unknown ({read}) -> {wanted}")
+    if runfile:
+        change = f"driver {version} (loaded kernel module, no package: a runfile install) -> packages {wanted}"
+    elif state == "installed":
+        change = f"driver {version} -> {wanted}"
+    else:
+        change = f"installed driver unknown ({read}) -> {wanted}"
     view_pool = (view or {}).get("pool")
     if k8s is not None:
         if not k8s.get("read"):

@@ -19,13 +19,14 @@ def test_planner_nodes_mark_unfinished_and_out_of_service_nodes():
 
 def test_schedule_orders_waves_and_leaves_kubernetes_nodes_out_with_the_reason():
     plan = {"waves": [["g1", "k1"], ["g2"]], "left_out": [{"node": "g9", "reason": "minimum"}]}
-    views = {"g1": {"pool": "slurm"}, "k1": {"pool": "k8s"}, "g2": {"in_partition": True}}
-    out = filters.maint_schedule(plan, views)
+    nodes = [{"name": "g1", "pool": "slurm"}, {"name": "k1", "pool": "k8s"}, {"name": "g2", "pool": "slurm"}]
+    out = filters.maint_schedule(plan, nodes)
     assert out["order"] == ["g1", "g2"]
     assert out["serial"] == [1, 1]
     assert [x["node"] for x in out["left_out"]] == ["g9", "k1"]
     assert "Kubernetes-pool node" in out["left_out"][1]["reason"]
-    assert filters.maint_schedule({"waves": []}, {})["serial"] == [1]
+    assert out["lines"] == [f"  left out: k1: {out['left_out'][1]['reason']}"]
+    assert filters.maint_schedule({"waves": []}, [])["serial"] == [1]
 
 
 def test_versions_and_apt_names():

@@ -249,8 +249,9 @@ def test_the_planner_reads_kubernetes_nodes_and_plans_from_them():
     read = _task(tasks, "Read Kubernetes' nodes")
     assert read["kubernetes.core.k8s_info"]["kind"] == "Node"
     assert read.get("check_mode") is False
-    plan = _task(tasks, "Plan the waves")["maint_plan"]["nodes"]
-    assert "maint_planner_nodes(__maint_planner_slurm.nodes, hostvars, __maint_planner_k8s_nodes" in plan
+    read_nodes = _task(tasks, "Read each node's pool and service state")["ansible.builtin.set_fact"]
+    assert "maint_planner_nodes(__maint_planner_slurm.nodes, hostvars, __maint_planner_k8s_nodes" in str(read_nodes)
+    assert _task(tasks, "Plan the waves")["maint_plan"]["nodes"] == "{{ __maint_planner_node_list }}"
 
 
 def test_each_kubernetes_wave_checks_the_live_minimum_before_it_drains():

@@ -56,20 +56,20 @@ def test_pool_moves_and_maintenance_drain_kubernetes_nodes_the_same_way():
 
 
 def test_schedule_takes_only_kubernetes_pool_nodes_in_wave_order():
-    views = {"gpu01": {"pool": "k8s"}, "gpu02": {"in_partition": True}, "gpu03": {"pool": "k8s"}}
-    got = schedule({"waves": [["gpu01", "gpu02"], ["gpu02"], ["gpu03"]]}, views)
+    nodes = [{"name": "gpu01", "pool": "k8s"}, {"name": "gpu02", "pool": "slurm"}, {"name": "gpu03", "pool": "k8s"}]
+    got = schedule({"waves": [["gpu01", "gpu02"], ["gpu02"], ["gpu03"]]}, nodes)
     assert got == {"order": ["gpu01", "gpu03"], "serial": [1, 1]}
-    assert schedule({"waves": [["gpu02"]]}, views) == {"order": [], "serial": [1]}
+    assert schedule({"waves": [["gpu02"]]}, nodes) == {"order": [], "serial": [1]}
 
 
 def test_the_slurm_schedule_hands_kubernetes_nodes_over_only_where_kubernetes_runs():
     from maint import maint_schedule
 
-    views = {"gpu01": {"pool": "k8s"}, "gpu02": {"in_partition": True}}
+    nodes = [{"name": "gpu01", "pool": "k8s"}, {"name": "gpu02", "pool": "slurm"}]
     plan = {"waves": [["gpu01", "gpu02"]], "left_out": []}
-    without = maint_schedule(plan, views)
+    without = maint_schedule(plan, nodes)
     assert without["order"] == ["gpu02"] and [x["node"] for x in without["left_out"]] == ["gpu01"]
-    with_k8s = maint_schedule(plan, views, True)
+    with_k8s = maint_schedule(plan, nodes, True)
     assert with_k8s["order"] == ["gpu02"] and with_k8s["left_out"] == []
 
 

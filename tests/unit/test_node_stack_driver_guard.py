@@ -252,7 +252,7 @@ def test_property_a_change_never_goes_ahead_while_work_is_shown_or_unreadable(s)
 def test_the_guard_reads_every_driver_package_and_asks_kubernetes():
     tasks = yaml.safe_load((ROOT / "roles/nvidia_driver/tasks/guard.yml").read_text())
     text = yaml.safe_dump(tasks)
-    assert "node_stack_installed_driver(__nvidia_driver_pkg_manager)" in text
+    assert "node_stack_installed_driver(__nvidia_driver_pkg_manager" in text
     assert "replace('{branch}', nvidia_driver_branch)" not in text
     block = next(t for t in tasks if "block" in t and "Kubernetes" in t["name"])
     reads = {t["kubernetes.core.k8s_info"]["kind"]: t for t in block["block"]}
