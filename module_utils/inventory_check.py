@@ -366,9 +366,11 @@ def gpu_count_majority_error(hosts, hostvars, found_var, expected_var, variable=
     """The run's stop when most GPU nodes of a play disagree with the inventory's GPU count ("" if not).
 
     A node whose count disagrees is short of GPUs; most nodes disagreeing means the inventory is wrong.
-    Only hosts with both a found and an expected count are weighed (status.yml expects none).
+    Only hosts with both a found and an expected count are weighed (status.yml expects none). One node
+    alone proves nothing about the inventory: a one-node play (a gate run, a maintenance wave of one) whose
+    node lost a GPU drains that node, as a node short of GPUs should be (a drain lets its jobs end).
     Work at risk: draining every node of a play on a mistyped count drains their jobs' nodes. Refused:
-    when more than half of the weighed nodes disagree the run stops, draining no node.
+    when at least two nodes, and more than half of the weighed ones, disagree the run stops, draining no node.
     """
     checked = []
     for host in hosts:
@@ -377,7 +379,7 @@ def gpu_count_majority_error(hosts, hostvars, found_var, expected_var, variable=
             continue
         checked.append((host, int(hv[found_var]), int(hv[expected_var])))
     wrong = [(h, f, e) for h, f, e in checked if f != e]
-    if 2 * len(wrong) <= len(checked):
+    if len(wrong) < 2 or 2 * len(wrong) <= len(checked):
         return ""
     shown = "; ".join(f"{h} found {f}, expected {e}" for h, f, e in wrong[:8]) + (" ..." if len(wrong) > 8 else "")
     return (
