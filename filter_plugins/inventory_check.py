@@ -8,9 +8,12 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
-from ansible.module_utils.inventory_check import inventory_errors
+from ansible.module_utils.inventory_check import gpu_count_majority_error, inventory_errors
 
 
 class FilterModule:
     def filters(self):
-        return {"preflight_inventory_errors": inventory_errors}
+        return {
+            "preflight_inventory_errors": inventory_errors,
+            "gpu_count_majority_error": gpu_count_majority_error,
+        }

@@ -255,6 +255,139 @@ def expected_count_errors(groups, expected, variable="cluster_expected_hosts"):
     return errors
 
 
+# A host name must be a DNS name of lowercase RFC 1123 labels: Kubernetes names its node after it
+# (lowercased), Slurm's NodeName is its first label and is read as a hostlist where it holds [ ] , or
+# a space. Slurm compares its reserved words without case: NodeName "DEFAULT" sets defaults and "ALL"
+# is fatal (slurm.conf(5), read_config.c), and `scontrol reboot` reads "ASAP" as its flag.
+_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+HOST_NAME = rf"{_LABEL}(\.{_LABEL})*"
+SLURM_RESERVED = ("all", "default", "asap")
+
+
+def host_name_errors(hosts):
+    """Host names Slurm or Kubernetes would read as another name, several nodes or a keyword.
+
+    Work at risk: a name Slurm reads as a hostlist (gpu[01-04]) or a keyword (ALL) makes `scontrol update
+    NodeName=<host> State=DRAIN` act on other nodes and their jobs; two names Kubernetes lowercases to one
+    make one node take the other's labels and cordon. Refused here, before any host is contacted.
+    """
+    errors = []
+    folded = {}
+    for host in hosts:
+        name = str(host)
+        short = name.split(".", 1)[0]
+        if len(name) > 253 or not re.fullmatch(HOST_NAME, name):
+            errors.append(
+                f"host {name}: variable inventory_hostname {name!r} is not a DNS name of lowercase RFC 1123 labels "
+                f"(a-z, 0-9 and '-', at most 63 each): Slurm would read it as a hostlist or reject it and "
+                f"Kubernetes would rename its node"
+            )
+        elif short.lower() in SLURM_RESERVED:
+            errors.append(
+                f"host {name}: variable inventory_hostname {name!r} is a word Slurm reserves "
+                f"(NodeName={short.upper()} in slurm.conf(5), or scontrol's {short.upper()})"
+            )
+        key = name.lower()
+        if key in folded and folded[key] != name:
+            errors.append(
+                f"host {name}: variable inventory_hostname: {name} and {folded[key]} are one node to Kubernetes "
+                f"(names are lowercased)"
+            )
+        folded.setdefault(key, name)
+    return errors
+
+
+def count_range_errors(hostvars, hosts, ranges):
+    """Per-node counts outside what a real node has: {var: [lowest, highest]}.
+
+    Work at risk: a mistyped cluster_gpu_count (80 for 8) makes GPU discovery find every node short and
+    drain it, with its jobs' node. Refused here, naming host, variable and range, before any host is
+    contacted. A value that is not an integer is left to type_errors.
+    """
+    errors = []
+    for host in hosts:
+        hv = hostvars[host]
+        for var in sorted(ranges or {}):
+            if var not in hv or hv[var] is None or isinstance(hv[var], bool):
+                continue
+            value = hv[var]
+            if isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]+\s*", value):
+                value = int(value)
+            if not isinstance(value, int):
+                continue
+            low, high = ranges[var]
+            if not low <= value <= high:
+                errors.append(f"host {host}: variable {var} is {value}, outside {low}..{high} "
+                              f"(preflight_count_ranges: a GPU node has {low} to {high} GPUs)"
+                              if var == "cluster_gpu_count" else
+                              f"host {host}: variable {var} is {value}, outside {low}..{high} (preflight_count_ranges)")
+    return errors
+
+
+# useradd's default NAME_REGEX, at most 32 characters: a user name never holds ':' (pam_succeed_if's
+# separator), whitespace or a newline (which would start a new line of sshd's PAM stack).
+USER_NAME = r"[a-z_][a-z0-9_-]{0,31}"
+
+
+def pam_exempt_errors(hostvars, rule):
+    """pam_slurm_adopt's exempt users: valid user names, and Ansible's login among them.
+
+    rule: {hosts: [host, ...], enabled_var, users_var, default_enabled, default_users}: the role variables
+    (and their role defaults, which hostvars do not hold) of the hosts that may run slurmd.
+    Work at risk: an exempt "user" holding a newline writes its own line into sshd's PAM stack; an
+    ansible_user outside the exemptions is shut out of every node without a job of its own, so the run
+    that would undrain, gate or repair the node cannot reach it. Refused here, before any host is
+    contacted. An unset ansible_user (the controller's login) is not known here and not checked.
+    """
+    errors = []
+    users_var = rule.get("users_var")
+    if not users_var:
+        return []
+    for host in rule.get("hosts") or []:
+        hv = hostvars[host]
+        enabled = hv[rule["enabled_var"]] if rule.get("enabled_var") in hv else rule.get("default_enabled", True)
+        users = hv[users_var] if users_var in hv else list(rule.get("default_users") or [])
+        if isinstance(users, str) or not isinstance(users, (list, tuple)):
+            errors.append(f"host {host}: variable {users_var} must be a list of user names, got {users!r}")
+            continue
+        bad = [u for u in users if not isinstance(u, str) or not re.fullmatch(USER_NAME, u)]
+        errors += [f"host {host}: variable {users_var} holds {u!r}, which is not a user name (^{USER_NAME}$); "
+                   f"it is written into sshd's PAM stack" for u in bad]
+        login = hv.get("ansible_user")
+        if str(enabled).lower() in ("true", "yes", "1", "on") and login is not None and login not in users:
+            errors.append(
+                f"host {host}: variable ansible_user {login} is not in {users_var} {list(users)!r}: "
+                f"pam_slurm_adopt would refuse Ansible's own login on a node without a job of {login}"
+            )
+    return errors
+
+
+def gpu_count_majority_error(hosts, hostvars, found_var, expected_var, variable="cluster_gpu_count"):
+    """The run's stop when most GPU nodes of a play disagree with the inventory's GPU count ("" if not).
+
+    A node whose count disagrees is short of GPUs; most nodes disagreeing means the inventory is wrong.
+    Only hosts with both a found and an expected count are weighed (status.yml expects none). One node
+    alone proves nothing about the inventory: a one-node play (a gate run, a maintenance wave of one) whose
+    node lost a GPU drains that node, as a node short of GPUs should be (a drain lets its jobs end).
+    Work at risk: draining every node of a play on a mistyped count drains their jobs' nodes. Refused:
+    when at least two nodes, and more than half of the weighed ones, disagree the run stops, draining no node.
+    """
+    checked = []
+    for host in hosts:
+        hv = hostvars[host]
+        if found_var not in hv or expected_var not in hv or hv[expected_var] is None or hv[found_var] is None:
+            continue
+        checked.append((host, int(hv[found_var]), int(hv[expected_var])))
+    wrong = [(h, f, e) for h, f, e in checked if f != e]
+    if len(wrong) < 2 or 2 * len(wrong) <= len(checked):
+        return ""
+    shown = "; ".join(f"{h} found {f}, expected {e}" for h, f, e in wrong[:8]) + (" ..." if len(wrong) > 8 else "")
+    return (
+        f"variable {variable}: {len(wrong)} of {len(checked)} GPU nodes in this play disagree with the inventory "
+        f"({shown}): the inventory is wrong, not the nodes; stopping the run, draining no node. Fix {variable}"
+    )
+
+
 def inventory_errors(hostvars, groups, rules):
     """All preflight errors for an inventory, in a stable order.
 
@@ -262,10 +395,13 @@ def inventory_errors(hostvars, groups, rules):
             var_types: {var: type}, var_patterns: {var: regex}, subset_groups: [[inner, outer], ...],
             all_or_none: {group: [var, ...]}, forbidden_chars: {var: rule}, hosts: [host, ...],
             controllers: [host, ...], controllers_shared_var: var, pool: see pool_errors,
-            expected_hosts: {group: count}}
+            expected_hosts: {group: count}, count_ranges: {var: [low, high]}, pam_exempt: see
+            pam_exempt_errors}
+    Host names are always checked (host_name_errors).
     """
     hosts = list(rules.get("hosts") or groups.get("all", []))
     errors = []
+    errors += host_name_errors(hosts)
     errors += duplicate_name_errors(hostvars, hosts)
     errors += exclusive_group_errors(groups, rules.get("exclusive_groups") or [])
     errors += required_var_errors(hostvars, groups, rules.get("required_vars") or {})
@@ -277,4 +413,6 @@ def inventory_errors(hostvars, groups, rules):
     errors += forbidden_char_errors(hostvars, groups, hosts, rules.get("forbidden_chars") or {})
     errors += shared_state_errors(hostvars, rules.get("controllers"), rules.get("controllers_shared_var"))
     errors += expected_count_errors(groups, rules.get("expected_hosts") or {})
+    errors += count_range_errors(hostvars, hosts, rules.get("count_ranges") or {})
+    errors += pam_exempt_errors(hostvars, rules.get("pam_exempt") or {})
     return errors

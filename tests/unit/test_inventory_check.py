@@ -1,7 +1,12 @@
 """Preflight inventory checks: each error names the host and the variable."""
 
+import pathlib
+
 import pytest
+import yaml
 from ansible.module_utils.inventory_check import inventory_errors
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 GROUPS = {
     "all": ["ctl1", "gpu01", "gpu02"],
@@ -208,3 +213,123 @@ def test_a_slice_of_the_declared_fleet_is_refused_naming_the_group_and_both_coun
 def test_a_declared_size_that_is_not_a_count_is_refused(expected):
     (error,) = inventory_errors(hostvars(), GROUPS, dict(RULES, expected_hosts=expected))
     assert error.startswith("variable cluster_expected_hosts")
+
+
+# Trust boundaries: values a hostile or mistyped inventory holds, refused before any host is contacted.
+ROLE = pathlib.Path(__file__).resolve().parents[2] / "roles" / "preflight"
+DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+
+
+def role_rules(**over):
+    """The role's own rules (its defaults) for the checks whose values are data, not templates."""
+    rules = dict(RULES, var_patterns=DEFAULTS["preflight_var_patterns"],
+                 count_ranges=DEFAULTS.get("preflight_count_ranges"),
+                 pam_exempt=dict(DEFAULTS.get("preflight_pam_exempt") or {}, hosts=GROUPS["gpu_nodes"]))
+    return dict(rules, **over)
+
+
+def test_the_role_defaults_pass_a_sound_inventory():
+    assert inventory_errors(hostvars(), GROUPS, role_rules()) == []
+
+
+@pytest.mark.parametrize("name", [
+    "gpu[01-04]",  # a Slurm hostlist: scontrol would act on four nodes
+    "ALL", "all", "Default", "asap",  # Slurm's reserved NodeName words (case-insensitive) and scontrol reboot's ASAP
+    "gpu 01", "gpu01;reboot", "GPU01", "-gpu01", "gpu_01", "gpu01.", "a" * 64,
+])
+def test_a_host_name_slurm_or_kubernetes_would_read_otherwise_is_refused(name):
+    groups = dict(GROUPS, all=[*GROUPS["all"], name], gpu_nodes=[*GROUPS["gpu_nodes"], name])
+    hv = hostvars()
+    hv[name] = {"cluster_name": "c", "cluster_gpu_count": 2}
+    errors = inventory_errors(hv, groups, RULES)
+    assert any(e.startswith(f"host {name}: variable inventory_hostname") for e in errors), errors
+
+
+def test_two_hosts_that_case_folding_makes_one_are_refused():
+    groups = dict(GROUPS, all=["ctl1", "gpu01", "GPU01"], gpu_nodes=["gpu01", "GPU01"])
+    hv = hostvars()
+    hv["GPU01"] = {"cluster_name": "c", "cluster_gpu_count": 2}
+    errors = inventory_errors(hv, groups, RULES)
+    assert "host GPU01: variable inventory_hostname: GPU01 and gpu01 are one node to Kubernetes (names are " \
+           "lowercased)" in " ".join(errors), errors
+
+
+@pytest.mark.parametrize("count", [0, 17, 80, "80", -8])
+def test_a_gpu_count_no_real_node_has_is_refused(count):
+    errors = inventory_errors(hostvars(gpu02={"cluster_gpu_count": count}), GROUPS, role_rules())
+    assert errors == [f"host gpu02: variable cluster_gpu_count is {count}, outside 1..16 "
+                      "(preflight_count_ranges: a GPU node has 1 to 16 GPUs)"]
+
+
+@pytest.mark.parametrize("count", [1, 8, "8", 16])
+def test_a_gpu_count_a_real_node_has_passes(count):
+    assert inventory_errors(hostvars(gpu02={"cluster_gpu_count": count}), GROUPS, role_rules()) == []
+
+
+@pytest.mark.parametrize("var", ["cluster_leaf_switch", "cluster_pool_pin"])
+@pytest.mark.parametrize("value", ["leaf 1", "leaf[1-2]", "leaf1;x", "leaf1\n", "ib.leaf1", "-leaf1", "l" * 49])
+def test_a_leaf_or_pin_that_is_no_switch_name_and_label_value_is_refused(var, value):
+    errors = inventory_errors(hostvars(gpu01={var: value}), GROUPS, role_rules())
+    assert len(errors) == 1 and errors[0].startswith(f"host gpu01: variable {var} must match"), errors
+
+
+@pytest.mark.parametrize("value", ["leaf1", "ib-leaf1", "IB_Leaf_07", "slurm", "k8s"])
+def test_a_leaf_or_pin_of_letters_digits_dash_underscore_passes(value):
+    hv = hostvars(gpu01={"cluster_leaf_switch": value, "cluster_pool_pin": value})
+    assert inventory_errors(hv, GROUPS, role_rules()) == []
+
+
+def test_an_ansible_login_pam_slurm_adopt_would_shut_out_is_refused():
+    hv = hostvars(gpu01={"ansible_user": "deploy", "slurm_compute_pam_adopt_exempt_users": ["root"]},
+                  gpu02={"ansible_user": "deploy"})
+    errors = inventory_errors(hv, GROUPS, role_rules())
+    assert errors == [
+        f"host {h}: variable ansible_user deploy is not in slurm_compute_pam_adopt_exempt_users ['root']: "
+        "pam_slurm_adopt would refuse Ansible's own login on a node without a job of deploy"
+        for h in ("gpu01", "gpu02")
+    ]
+    hv = hostvars(gpu01={"ansible_user": "deploy", "slurm_compute_pam_adopt_exempt_users": ["root", "deploy"]},
+                  gpu02={"ansible_user": "deploy", "slurm_compute_pam_adopt": False})
+    assert inventory_errors(hv, GROUPS, role_rules()) == []
+
+
+@pytest.mark.parametrize("user", ["root\naccount sufficient pam_permit.so", "ro ot", "root:alice", "", "Root", 0])
+def test_an_exempt_user_that_is_no_user_name_is_refused(user):
+    hv = hostvars(gpu01={"ansible_user": "root", "slurm_compute_pam_adopt_exempt_users": ["root", user]})
+    errors = inventory_errors(hv, GROUPS, role_rules())
+    assert errors == [f"host gpu01: variable slurm_compute_pam_adopt_exempt_users holds {user!r}, which is not a user "
+                      "name (^[a-z_][a-z0-9_-]{0,31}$); it is written into sshd's PAM stack"]
+
+
+def found(pairs):
+    """hostvars of a discovery play: gpu<i> found pairs[i][0] GPUs, the inventory expects pairs[i][1]."""
+    return {f"gpu{i:02d}": {"gpu_discovery_count": f, "gpu_discovery_expected": e} for i, (f, e) in enumerate(pairs)}
+
+
+def majority(hv):
+    from ansible.module_utils.inventory_check import gpu_count_majority_error
+
+    return gpu_count_majority_error(sorted(hv), hv, "gpu_discovery_count", "gpu_discovery_expected")
+
+
+def test_most_nodes_disagreeing_with_cluster_gpu_count_stop_the_run_naming_it_and_the_counts():
+    error = majority(found([(8, 80), (8, 80), (8, 80), (7, 80)]))
+    assert error.startswith("variable cluster_gpu_count: 4 of 4 GPU nodes in this play disagree with the inventory "
+                            "(gpu00 found 8, expected 80; gpu01 found 8, expected 80; gpu02 found 8, expected 80; "
+                            "gpu03 found 7, expected 80)"), error
+    assert "draining no node" in error
+
+
+def test_one_node_of_four_short_of_gpus_is_the_node_not_the_inventory():
+    assert majority(found([(8, 8), (8, 8), (8, 8), (7, 8)])) == ""
+    assert majority(found([(8, 8), (7, 8)])) == ""  # half is not most
+    assert majority(found([(8, None), (7, None)])) == ""  # status.yml: nothing expected
+    assert majority(found([(7, 8)])) == ""  # one node alone proves nothing about the inventory: it drains
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 16), st.one_of(st.none(), st.integers(1, 16))), min_size=1, max_size=12))
+def test_the_run_stops_exactly_when_most_checked_nodes_disagree(pairs):
+    checked = [(f, e) for f, e in pairs if e is not None]
+    disagree = sum(1 for f, e in checked if f != e)
+    assert (majority(found(pairs)) != "") is (disagree >= 2 and 2 * disagree > len(checked))

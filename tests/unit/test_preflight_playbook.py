@@ -152,3 +152,32 @@ def test_only_the_sliceable_entry_point_runs_on_a_slice(sliceable, refused):
     text = (ROOT / "playbooks" / "node_stack.yml").read_text()
     assert "__preflight_sliceable: true" in text
     assert "__preflight_sliceable" not in (ROOT / "playbooks" / "site.yml").read_text()
+
+
+def test_a_hostile_inventory_stops_in_preflight_with_only_localhost_in_the_recap():
+    # tests/inventories/hostile: host names Slurm or Kubernetes would read otherwise, a leaf that is a hostlist,
+    # a PAM line injected as an exempt user, a login pam_slurm_adopt would refuse and cluster_gpu_count 80.
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run(
+        [*PLAYBOOK, "-i", "tests/inventories/hostile"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    flat = " ".join(out.split())  # the callback wraps long messages
+    for message in [
+        "host gpu[01-04]: variable inventory_hostname",
+        "host ALL: variable inventory_hostname",
+        "host gpu 05: variable inventory_hostname",
+        "host gpu06;reboot: variable inventory_hostname",
+        "host gpu01: variable inventory_hostname: gpu01 and GPU01 are one node to Kubernetes",
+        "host gpu01: variable cluster_gpu_count is 80, outside 1..16",
+        "host gpu01: variable cluster_leaf_switch must match",
+        "host gpu07: variable slurm_compute_pam_adopt_exempt_users holds",
+        "host gpu07: variable ansible_user deploy is not in slurm_compute_pam_adopt_exempt_users",
+    ]:
+        assert message in flat, out
+    assert plays_started(result.stdout) == ["Preflight the inventory"], out
+    recap = result.stdout[result.stdout.index("PLAY RECAP"):].splitlines()[1:]
+    assert [line.split()[0] for line in recap if line.strip()] == ["localhost"], out
+    assert "UNREACHABLE" not in out, out
