@@ -14,7 +14,7 @@ description:
     old, and nothing observed differs. Any doubt (no receipt, another shape, an unreadable path) is not
     settled; RV(reasons) says why.
   - A path's content digest is HMAC-SHA256 of its SHA-1 under a random key of the host's own, C(settle.key)
-    beside the receipt (32 bytes, mode 0600, made on the first record): the receipt holds no plain hash of
+    beside the receipt (32 bytes, mode 0600, made on the first record), so the receipt holds no plain hash of
     a file, so it gives no way to test guesses of a password in a file it observes (slurmdbd.conf). A
     receipt without its key is not settled.
   - With O(state=recorded), observes O(spec) now and writes the receipt (mode 0600 in a 0700 directory)
