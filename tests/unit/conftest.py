@@ -62,3 +62,14 @@ def fixture_output(fixture_text):
         return without_provenance(fixture_text(name))
 
     return _read
+
+
+def flat_tasks(items):
+    """Every task of a task list, blocks' block, rescue and always parts walked in order."""
+    for task in items or []:
+        if "block" in task:
+            yield from flat_tasks(task["block"])
+            yield from flat_tasks(task.get("rescue"))
+            yield from flat_tasks(task.get("always"))
+        else:
+            yield task

@@ -11,24 +11,14 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, flat_tasks
 
 ROLES = ROOT / "roles"
 
 
-def tasks_of(items):
-    for task in items or []:
-        if "block" in task:
-            yield from tasks_of(task["block"])
-            yield from tasks_of(task.get("rescue"))
-            yield from tasks_of(task.get("always"))
-        else:
-            yield task
-
-
 def role_tasks(role):
     for path in sorted((ROLES / role / "tasks").glob("*.yml")):
-        for task in tasks_of(yaml.safe_load(path.read_text())):
+        for task in flat_tasks(yaml.safe_load(path.read_text())):
             yield path.name, task
 
 

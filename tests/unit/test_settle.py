@@ -24,6 +24,7 @@ from ansible.module_utils.settle import (
     verdict,
 )
 from ansible.module_utils.testing import patch_module_args
+from conftest import flat_tasks
 from settle import code_digest, settle_choose
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -292,15 +293,6 @@ PATH_MODULES = {"file", "template", "copy", "lineinfile", "blockinfile", "replac
 NO_PATH_MODULES = {"lineinfile", "blockinfile", "replace"}
 
 
-def _tasks(items):
-    for task in items or []:
-        if "block" in task:
-            yield from _tasks(task["block"])
-            yield from _tasks(task.get("rescue"))
-            yield from _tasks(task.get("always"))
-        else:
-            yield task
-
 
 @pytest.mark.parametrize("role", SETTLED_ROLES)
 def test_the_always_run_path_tasks_of_a_settled_role_register_their_result(role):
@@ -308,14 +300,14 @@ def test_the_always_run_path_tasks_of_a_settled_role_register_their_result(role)
     for path in sorted((ROOT / "roles" / role / "tasks").glob("*.yml")):
         if path.name in GUARDED.get(role, set()):
             continue
-        for task in _tasks(yaml.safe_load(path.read_text())):
+        for task in flat_tasks(yaml.safe_load(path.read_text())):
             modules = {key.rsplit(".", 1)[-1] for key in task} & PATH_MODULES
             if modules and "register" not in task:
                 unregistered.append(f"{path.name}: {task.get('name')}")
             # These return no path: the role's probe must name the file.
             for key in task:
                 if key.rsplit(".", 1)[-1] in NO_PATH_MODULES:
-                    probes = [str(other) for other in _tasks(yaml.safe_load(path.read_text()))
+                    probes = [str(other) for other in flat_tasks(yaml.safe_load(path.read_text()))
                               if "host_state_info" in other]
                     if not any(str(task[key]["path"]) in probe for probe in probes):
                         unregistered.append(f"{path.name}: {task.get('name')} (its path is in no probe)")
