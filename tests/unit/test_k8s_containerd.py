@@ -1,5 +1,7 @@
 """containerd role: the main file only imports the drop-in directory; our drop-in is valid TOML from data."""
 
+import hashlib
+import os
 import pathlib
 import tomllib
 
@@ -76,3 +78,124 @@ def test_default_source_is_docker_containerd_io_2x_because_debian_ships_1x():
     debian = yaml.safe_load((root / "roles" / "containerd" / "vars" / "Debian.yml").read_text())
     assert defaults["containerd_apt_repo_url"] == ""  # empty: this OS's, vars/Debian.yml
     assert debian["__containerd_os_apt_repo_url"].startswith("https://download.docker.com/linux/")
+
+
+# Config version 2: the distribution's containerd 1.6/1.7 (Debian 12 and 13), one main file and no imports.
+V2 = {"containerd_config_version": 2, "containerd_gpu_operator_toolkit": False,
+      "containerd_config_extra": {"plugins": {"io.containerd.grpc.v1.cri": {"max_concurrent_downloads": 8}}}}
+CRI_V2 = "io.containerd.grpc.v1.cri"
+
+
+def test_config_version_2_renders_everything_in_one_main_file_without_imports(tmp_path):
+    rc, out = render(tmp_path, **V2)
+    assert rc == 0, out
+    etc = tmp_path / "out/gpu01/etc/containerd"
+    main = tomllib.loads((etc / "config.toml").read_text())
+    assert main["version"] == 2 and "imports" not in main, "containerd 1.x replaces whole plugin tables on import"
+    assert (main["root"], main["state"]) == ("/var/lib/containerd", "/run/containerd")
+    cri = main["plugins"][CRI_V2]
+    assert cri["sandbox_image"] == "registry.k8s.io/pause:3.10.1"
+    runc = cri["containerd"]["runtimes"]["runc"]
+    assert runc == {"runtime_type": "io.containerd.runc.v2", "options": {"SystemdCgroup": True}}
+    assert cri["registry"] == {"config_path": "/etc/containerd/certs.d"}
+    assert cri["max_concurrent_downloads"] == 8, "containerd_config_extra is merged into the version 2 tree"
+    assert set(main["plugins"]) == {CRI_V2}, "no version 3 plugin names in a version 2 file"
+    assert not (etc / "conf.d").exists(), "no drop-in with config version 2"
+    assert tomllib.loads((etc / "certs.d/nvcr.io/hosts.toml").read_text())["host"]["https://m3"]
+
+
+def test_config_version_2_is_refused_while_the_gpu_operator_toolkit_may_write_its_drop_in(tmp_path):
+    rc, out = render(tmp_path, **dict(V2, containerd_gpu_operator_toolkit=True))
+    assert rc != 0, out
+    flat = " ".join(out.split())
+    assert "gpu01: containerd_config_version 2 cannot keep our CRI settings" in flat, out
+    assert "containerd_gpu_operator_toolkit" in flat, out
+    assert not (tmp_path / "out/gpu01/etc/containerd/config.toml").exists()
+
+
+def test_config_version_2_extra_settings_may_not_set_imports(tmp_path):
+    rc, out = render(tmp_path, **dict(V2, containerd_config_extra={"imports": ["/etc/containerd/conf.d/*.toml"]}))
+    assert rc != 0, out
+    assert "gpu01: containerd_config_extra may not change version (2) or set imports" in " ".join(out.split()), out
+
+
+def check_version(tmp_path, probe, **hostvars):
+    """Run the role's version check on a recorded `containerd --version` line."""
+    checker = play("k8s_agent", "containerd", "version")
+    checker["tasks"].insert(0, {"name": "Probe", "ansible.builtin.set_fact": {
+        "__containerd_version_probe": {"rc": 0, "stdout": probe}}})
+    return run_play(tmp_path, [checker], hostvars)
+
+
+DEBIAN_13 = "containerd github.com/containerd/containerd 1.7.24~ds1 1.7.24~ds1-6+b2"
+DOCKER_2_2 = "containerd containerd.io v2.2.0 1c4457e00facac03ce1d75f7b6777a7a851e5c41"
+
+
+def test_distribution_containerd_1_7_with_config_version_3_is_refused_naming_host_and_variable(tmp_path):
+    rc, out = check_version(tmp_path, DEBIAN_13)
+    assert rc != 0, out
+    flat = " ".join(out.split())
+    assert "gpu01: containerd 1.7.24 is installed; containerd_config_version 3 needs containerd 2.0.0" in flat, out
+
+
+def test_containerd_2_with_config_version_2_is_refused(tmp_path):
+    rc, out = check_version(tmp_path, DOCKER_2_2, containerd_config_version=2)
+    assert rc != 0, out
+    flat = " ".join(out.split())
+    assert "gpu01: containerd 2.2.0 is installed; containerd_config_version 2 needs containerd 1.6.0" in flat, out
+
+
+def test_distribution_containerd_1_7_with_config_version_2_passes_the_version_check(tmp_path):
+    rc, out = check_version(tmp_path, DEBIAN_13, containerd_config_version=2)
+    assert rc == 0, out
+    assert "Check the installed containerd reads containerd_config_version" in out, out
+
+
+def airgap(tmp_path, sums, check=False):
+    """Run the air-gap images step against a controller directory holding pause.tar and sha256sum.txt."""
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "pause.tar").write_bytes(b"an OCI archive of registry.k8s.io/pause:3.10.1")
+    (images / "sha256sum.txt").write_text(sums)
+    hostvars = {"containerd_airgap_images_dir": str(images), "containerd_airgap_node_dir": str(tmp_path / "node")}
+    return run_play(tmp_path, [play("k8s_agent", "containerd", "airgap")], hostvars, check=check)
+
+
+def test_airgap_archive_not_matching_sha256sum_stops_before_anything_is_copied(tmp_path):
+    rc, out = airgap(tmp_path, "0" * 64 + "  pause.tar\n")
+    assert rc != 0, out
+    flat = " ".join(out.split())
+    assert f"gpu01: {tmp_path}/images/pause.tar is missing from or does not match" in flat, out
+    assert "sha256sum.txt (containerd_airgap_images_dir)" in flat, out
+    assert not (tmp_path / "node").exists(), "nothing reaches the node before every archive is verified"
+
+
+def test_airgap_archive_without_a_sha256sum_line_is_refused(tmp_path):
+    rc, out = airgap(tmp_path, "")
+    assert rc != 0, out
+    assert f"gpu01: {tmp_path}/images/pause.tar is missing from or does not match" in " ".join(out.split()), out
+    assert not (tmp_path / "node").exists()
+
+
+def test_airgap_archives_are_imported_once_and_a_second_run_changes_nothing(tmp_path):
+    """A fake ctr records its calls: the first run imports pause.tar into k8s.io, the second imports nothing."""
+    images = tmp_path / "images"
+    images.mkdir()
+    archive = b"an OCI archive of registry.k8s.io/pause:3.10.1"
+    (images / "pause.tar").write_bytes(archive)
+    (images / "sha256sum.txt").write_text(hashlib.sha256(archive).hexdigest() + "  pause.tar\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ctr").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {tmp_path}/ctr.log\n')
+    (bin_dir / "ctr").chmod(0o755)
+    importer = play("k8s_agent", "containerd", "airgap")
+    importer["environment"] = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    hostvars = {"containerd_airgap_images_dir": str(images), "containerd_airgap_node_dir": str(tmp_path / "node")}
+    rc, out = run_play(tmp_path, [importer], hostvars, check=True)
+    assert rc == 0 and not (tmp_path / "node").exists() and not (tmp_path / "ctr.log").exists(), out
+    rc, out = run_play(tmp_path, [importer], hostvars)
+    assert rc == 0, out
+    assert (tmp_path / "ctr.log").read_text() == f"-n k8s.io images import {tmp_path}/node/pause.tar\n"
+    rc, out = run_play(tmp_path, [importer], hostvars)
+    assert rc == 0 and "changed=0" in out, out
+    assert (tmp_path / "ctr.log").read_text().count("import") == 1, "already imported: not imported again"
