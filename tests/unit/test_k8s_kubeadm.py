@@ -112,7 +112,7 @@ def test_control_plane_renders_v1beta4_documents_from_data(rendered):
         check_structure(doc)
     cluster, kubelet = init[1], init[2]
     assert cluster["networking"] == {"podSubnet": "10.32.0.0/12", "serviceSubnet": "10.96.0.0/12"}
-    assert cluster["clusterName"] == "gpuprod" and cluster["kubernetesVersion"] == "v1.34.1"
+    assert cluster["clusterName"] == "gpuprod" and cluster["kubernetesVersion"] == "v1.34.2"
     assert kubelet == {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
                        "cgroupDriver": "systemd", "maxPods": 200}
     assert init[0]["bootstrapTokens"][0]["token"] == REDACTED, "the render entry point never writes the secret"

@@ -1,0 +1,14 @@
+// gpufleet: kubelet built from its upstream command package (see ../README.md).
+package main
+
+import (
+	"context"
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kubelet/app"
+	"os"
+)
+
+func main() { os.Exit(cli.Run(app.NewKubeletCommand(context.Background()))) }
