@@ -1,4 +1,4 @@
-"""Filters for the Kubernetes pool: GPU totals, ClusterQueue quota, taints, node admission, nulls."""
+"""Filters for the Kubernetes pool: GPU totals, ClusterQueue quota, taints, node admission, nulls, kubeconfig."""
 
 import os
 
@@ -9,6 +9,7 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
+from ansible.module_utils.k8s_distribution import admin_kubeconfig
 from ansible.module_utils.k8s_pool import (
     clusterqueue_gpu_quota,
     gpu_admission_errors,
@@ -114,6 +115,14 @@ def k8s_drop_nulls(value):
     return drop_nulls(value)
 
 
+def k8s_admin_kubeconfig(distribution):
+    """The admin kubeconfig of ``distribution`` (cluster_k8s_distribution); an unknown one fails the task."""
+    try:
+        return admin_kubeconfig(distribution)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -126,4 +135,5 @@ class FilterModule:
             "k8s_node_names": k8s_node_names,
             "k8s_gate_verdicts": k8s_gate_verdicts,
             "k8s_drop_nulls": k8s_drop_nulls,
+            "k8s_admin_kubeconfig": k8s_admin_kubeconfig,
         }

@@ -1,0 +1,92 @@
+"""One distribution setting chooses the admin kubeconfig of every role that talks to the API server."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import yaml
+from ansible.module_utils.k8s_distribution import admin_kubeconfig
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
+K3S = "/etc/rancher/k3s/k3s.yaml"
+KUBEADM = "/etc/kubernetes/admin.conf"
+# Every role that reads the cluster through kubernetes.core, and its kubeconfig variable.
+KUBECONFIG_VARS = {
+    "fleet_report": "fleet_report_kubeconfig",
+    "gpu_operator": "gpu_operator_kubeconfig",
+    "health_gate": "health_gate_k8s_kubeconfig",
+    "k8s_pool_labels": "k8s_pool_labels_kubeconfig",
+    "kuberay": "kuberay_kubeconfig",
+    "kueue": "kueue_kubeconfig",
+    "maint_k8s": "maint_k8s_kubeconfig",
+    "maint_k8s_result": "maint_k8s_result_kubeconfig",
+    "maint_planner": "maint_planner_kubeconfig",
+    "maint_upgrade": "maint_upgrade_kubeconfig",
+    "nvidia_driver": "nvidia_driver_kubeconfig",
+    "pool_executor": "pool_executor_kubeconfig",
+    "pool_planner": "pool_planner_kubeconfig",
+    "volcano": "volcano_kubeconfig",
+}
+
+
+def resolved_defaults(tmp, hostvars):
+    """Each role's kubeconfig as Ansible templates it: the roles' defaults files loaded as the play's variables, the
+    site's cluster_* settings from the inventory, the project's filters from ansible.cfg."""
+    out = tmp / "resolved.json"
+    inventory = {"all": {"hosts": {"ctl1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                                            **hostvars}}}}
+    values = "{{ {" + ", ".join(f"'{v}': {v}" for v in KUBECONFIG_VARS.values()) + "} | to_json }}"
+    play = [{
+        "name": "Resolve the kubeconfig defaults", "hosts": "ctl1", "gather_facts": False,
+        "vars_files": [str(ROOT / "playbooks/vars/k8s_versions.yml")]
+        + [str(ROOT / "roles" / role / "defaults/main.yml") for role in KUBECONFIG_VARS],
+        "tasks": [{"name": "Write", "ansible.builtin.copy": {"content": values, "dest": str(out),
+                                                                  "mode": "0644"}}],
+    }]
+    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (tmp / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run([PLAYBOOK, "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(out.read_text())
+
+
+def test_kubeadm_roles_read_the_kubeadm_admin_kubeconfig(tmp_path):
+    resolved = resolved_defaults(tmp_path, {"cluster_k8s_distribution": "kubeadm"})
+    assert resolved == dict.fromkeys(KUBECONFIG_VARS.values(), KUBEADM)
+
+
+def test_roles_read_the_k3s_kubeconfig_without_a_distribution(tmp_path):
+    resolved = resolved_defaults(tmp_path, {})
+    assert resolved == dict.fromkeys(KUBECONFIG_VARS.values(), K3S)
+
+
+def test_cluster_kubeconfig_moves_every_role(tmp_path):
+    resolved = resolved_defaults(tmp_path, {"cluster_k8s_distribution": "kubeadm",
+                                            "cluster_k8s_kubeconfig": "/root/.kube/config"})
+    assert resolved == dict.fromkeys(KUBECONFIG_VARS.values(), "/root/.kube/config")
+
+
+@pytest.mark.parametrize(("distribution", "path"), [("k3s", K3S), ("kubeadm", KUBEADM)])
+def test_admin_kubeconfig_of_each_distribution(distribution, path):
+    assert admin_kubeconfig(distribution) == path
+
+
+@pytest.mark.parametrize("distribution", ["k0s", "KUBEADM", "", None])
+def test_unknown_distribution_is_refused_naming_the_variable(distribution):
+    with pytest.raises(ValueError, match="cluster_k8s_distribution"):
+        admin_kubeconfig(distribution)
+
+
+def test_no_role_default_names_a_kubeconfig_path_itself():
+    """The kubeconfig stays a role default (a site's <role>_kubeconfig wins) that names no distribution's path."""
+    for role, var in KUBECONFIG_VARS.items():
+        default = yaml.safe_load((ROOT / "roles" / role / "defaults/main.yml").read_text())[var]
+        assert K3S not in default and KUBEADM not in default, f"{role}: {var} names a distribution's path"
+        spec = yaml.safe_load((ROOT / "roles" / role / "meta/argument_specs.yml").read_text())["argument_specs"]
+        assert spec["main"]["options"][var]["default"] == default, f"{role}: {var} spec default differs"
