@@ -109,8 +109,9 @@ def test_argument_spec_defaults_equal_role_defaults():
 def test_k8s_yml_readies_the_client_before_the_first_kubernetes_core_play():
     def expand(path):
         for play in yaml.safe_load(path.read_text()):
-            if "import_playbook" in play:
-                yield from expand(path.parent / play["import_playbook"])
+            target = play.get("ansible.builtin.import_playbook") or play.get("import_playbook")
+            if target:
+                yield from expand(path.parent / target)
             else:
                 yield play
 
