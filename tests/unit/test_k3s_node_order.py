@@ -43,7 +43,7 @@ def index(tasks, predicate):
 
 
 def test_k8s_plays_list_k3s_node_before_the_server_and_the_agent():
-    plays = {p["name"]: [r["role"] for r in p.get("roles", [])] for p in load(ROOT / "playbooks" / "k8s.yml")
+    plays = {p["name"]: [r["role"] for r in p.get("roles", [])] for p in load(ROOT / "playbooks" / "k8s_cluster.yml")
              if "roles" in p}
     k3s = {name: roles for name, roles in plays.items() if any(r.startswith("k3s_") for r in roles)}
     assert sorted(k3s.values()) == [["k3s_node", "k3s_agent"], ["k3s_node", "k3s_server"]], k3s
