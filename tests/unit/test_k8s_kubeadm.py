@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -102,7 +103,22 @@ def rendered(tmp_path_factory):
         "join": yaml.safe_load((base / "gpu01/etc/kubernetes/gpufleet/kubeadm-join.yaml").read_text()),
         "patch": yaml.safe_load(
             (base / "gpu01/etc/kubernetes/gpufleet/patches/kubeletconfiguration+merge.yaml").read_text()),
+        "texts": {name: (base / name).read_text() for name in ("ctl1/etc/kubernetes/gpufleet/kubeadm.yaml",
+                                                                "gpu01/etc/kubernetes/gpufleet/kubeadm-join.yaml")},
     }
+
+
+def test_every_document_kubeadm_reads_has_a_kind(rendered):
+    # kubeadm splits its --config file on `---` lines and refuses a part without kind and apiVersion, so the managed
+    # comment may not stand alone before the first `---` (found on the lab's first real kubeadm init).
+    for name, text in rendered["texts"].items():
+        parts = re.split(r"^---\s*$", text, flags=re.M)
+        for part in parts:
+            lines = [line for line in part.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+            if lines or part is not parts[0]:
+                assert yaml.safe_load("\n".join(lines)).get("kind"), f"{name}: a document without kind: {part!r}"
+            else:
+                assert not part.strip(), f"{name}: comment-only text before the first ---: {part!r}"
 
 
 def test_control_plane_renders_v1beta4_documents_from_data(rendered):
