@@ -9,12 +9,12 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 INVENTORY ?= inventory/lab
 # Molecule scenarios (molecule/README.md lists them). `make molecule SCENARIOS="a b"` runs the
 # named ones one after another with their output on the terminal.
-SCENARIOS ?= lab_smoke slurm_cluster slurm_cluster_trixie pool_rebalance health_gate k8s_render slurm_policy node_stack node_stack_trixie maintenance
+SCENARIOS ?= lab_smoke slurm_cluster slurm_cluster_trixie pool_rebalance health_gate k8s_render slurm_policy node_stack node_stack_trixie maintenance k8s_cluster
 # Plain `make molecule` (and CI) runs these lanes at the same time, the scenarios of a lane in
 # order (comma-separated); a scenario in SCENARIOS that no lane names gets a lane of its own.
 LANES ?= pool_rebalance,k8s_render,maintenance slurm_cluster,lab_smoke,node_stack_trixie slurm_cluster_trixie,node_stack health_gate,slurm_policy
 
-.PHONY: help venv lab lab-down site up lint unit molecule test clean
+.PHONY: help venv lab lab-down site up k8s-bins lab-k8s lab-k8s-down lint unit molecule test clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -37,6 +37,17 @@ site: venv ## Run site.yml against INVENTORY (default: the lab)
 	ansible-playbook -i $(INVENTORY) playbooks/site.yml
 
 up: lab site ## Bring up the lab and converge the whole site on it
+
+k8s-bins: ## Build the lab's Kubernetes from its Go modules (scripts/k8s_bins; a no-op when built)
+	scripts/k8s_bins
+
+lab-k8s: venv k8s-bins ## Bring up the Kubernetes lab (kubeadm, molecule/k8s_cluster) and show its nodes and a GPU pod
+	ansible-playbook -i molecule/k8s_cluster/inventory playbooks/lab.yml
+	ansible-playbook -i molecule/k8s_cluster/inventory molecule/k8s_cluster/converge.yml
+	ansible-playbook -i molecule/k8s_cluster/inventory molecule/k8s_cluster/show.yml
+
+lab-k8s-down: venv ## Remove the Kubernetes lab's containers and volumes
+	ansible-playbook -i molecule/k8s_cluster/inventory playbooks/lab.yml -e lab_state=absent -e lab_remove_image=false
 
 lint: venv ## Static checks: ansible-config, yamllint, ansible-lint, syntax, ansible-doc, ruff
 	ansible-config validate -t all >/dev/null
