@@ -9,7 +9,7 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
-from ansible.module_utils.k8s_distribution import admin_kubeconfig
+from ansible.module_utils.k8s_distribution import admin_kubeconfig, server_ca
 from ansible.module_utils.k8s_pool import (
     clusterqueue_gpu_quota,
     gpu_admission_errors,
@@ -123,6 +123,14 @@ def k8s_admin_kubeconfig(distribution):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def k8s_server_ca(distribution):
+    """The cluster CA a server of ``distribution`` holds once the cluster exists; an unknown one fails the task."""
+    try:
+        return server_ca(distribution)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -136,4 +144,5 @@ class FilterModule:
             "k8s_gate_verdicts": k8s_gate_verdicts,
             "k8s_drop_nulls": k8s_drop_nulls,
             "k8s_admin_kubeconfig": k8s_admin_kubeconfig,
+            "k8s_server_ca": k8s_server_ca,
         }

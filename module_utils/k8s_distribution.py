@@ -1,6 +1,8 @@
-"""What the Kubernetes distribution (cluster_k8s_distribution) decides for every role: the admin kubeconfig.
+"""What the Kubernetes distribution (cluster_k8s_distribution) decides for every role: the admin kubeconfig and
+the cluster CA a server holds once the cluster exists.
 
-Pure functions; the ``k8s_admin_kubeconfig`` filter (filter_plugins/k8s.py) is the roles' one way to read it.
+Pure functions; the ``k8s_admin_kubeconfig`` and ``k8s_server_ca`` filters (filter_plugins/k8s.py) are the roles' one
+way to read them.
 """
 
 # The admin kubeconfig each distribution writes on its servers: k3s on every server
@@ -23,3 +25,20 @@ def admin_kubeconfig(distribution):
         raise ValueError(f"cluster_k8s_distribution must be one of {', '.join(sorted(ADMIN_KUBECONFIG))}, "
                          f"not {distribution!r}")
     return ADMIN_KUBECONFIG[distribution]
+
+
+# The cluster CA each distribution's first server writes when it creates the cluster (k3s server's bootstrap,
+# kubeadm init's certs phase); nothing but a cluster's creation writes it, so its absence means no cluster yet.
+SERVER_CA = {
+    "k3s": "/var/lib/rancher/k3s/server/tls/server-ca.crt",
+    "kubeadm": "/etc/kubernetes/pki/ca.crt",
+}
+
+
+def server_ca(distribution):
+    """The cluster CA path on a server of ``distribution``; an unknown one raises ValueError as admin_kubeconfig.
+
+    Work at risk: none (read-only).
+    """
+    admin_kubeconfig(distribution)
+    return SERVER_CA[distribution]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import yaml
-from ansible.module_utils.k8s_distribution import admin_kubeconfig
+from ansible.module_utils.k8s_distribution import admin_kubeconfig, server_ca
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
@@ -81,6 +81,15 @@ def test_admin_kubeconfig_of_each_distribution(distribution, path):
 def test_unknown_distribution_is_refused_naming_the_variable(distribution):
     with pytest.raises(ValueError, match="cluster_k8s_distribution"):
         admin_kubeconfig(distribution)
+    with pytest.raises(ValueError, match="cluster_k8s_distribution"):
+        server_ca(distribution)
+
+
+@pytest.mark.parametrize(("distribution", "path"), [("k3s", "/var/lib/rancher/k3s/server/tls/server-ca.crt"),
+                                                    ("kubeadm", "/etc/kubernetes/pki/ca.crt")])
+def test_server_ca_of_each_distribution(distribution, path):
+    # The file the planner takes as "this cluster exists" (pool_planner_k8s_ca).
+    assert server_ca(distribution) == path
 
 
 def test_no_role_default_names_a_kubeconfig_path_itself():
