@@ -9,7 +9,7 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
-from ansible.module_utils.k8s_distribution import admin_kubeconfig, server_ca
+from ansible.module_utils.k8s_distribution import admin_kubeconfig, agent_service, server_ca
 from ansible.module_utils.k8s_pool import (
     clusterqueue_gpu_quota,
     gpu_admission_errors,
@@ -131,6 +131,14 @@ def k8s_server_ca(distribution):
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def k8s_agent_service(distribution):
+    """The service running a worker's kubelet on ``distribution``; an unknown one fails the task."""
+    try:
+        return agent_service(distribution)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -145,4 +153,5 @@ class FilterModule:
             "k8s_drop_nulls": k8s_drop_nulls,
             "k8s_admin_kubeconfig": k8s_admin_kubeconfig,
             "k8s_server_ca": k8s_server_ca,
+            "k8s_agent_service": k8s_agent_service,
         }

@@ -1,8 +1,8 @@
-"""What the Kubernetes distribution (cluster_k8s_distribution) decides for every role: the admin kubeconfig and
-the cluster CA a server holds once the cluster exists.
+"""What the Kubernetes distribution (cluster_k8s_distribution) decides for every role: the admin kubeconfig, the
+cluster CA a server holds once the cluster exists, and the node agent's service.
 
-Pure functions; the ``k8s_admin_kubeconfig`` and ``k8s_server_ca`` filters (filter_plugins/k8s.py) are the roles' one
-way to read them.
+Pure functions; the ``k8s_admin_kubeconfig``, ``k8s_server_ca`` and ``k8s_agent_service`` filters
+(filter_plugins/k8s.py) are the roles' one way to read them.
 """
 
 # The admin kubeconfig each distribution writes on its servers: k3s on every server
@@ -42,3 +42,19 @@ def server_ca(distribution):
     """
     admin_kubeconfig(distribution)
     return SERVER_CA[distribution]
+
+
+# The service that runs a worker's kubelet: k3s's agent (its install's unit name), kubeadm's kubelet unit.
+AGENT_SERVICE = {
+    "k3s": "k3s-agent",
+    "kubeadm": "kubelet",
+}
+
+
+def agent_service(distribution):
+    """The node agent's service on a worker of ``distribution``; an unknown one raises ValueError as admin_kubeconfig.
+
+    Work at risk: none (read-only).
+    """
+    admin_kubeconfig(distribution)
+    return AGENT_SERVICE[distribution]

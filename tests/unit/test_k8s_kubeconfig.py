@@ -33,17 +33,18 @@ KUBECONFIG_VARS = {
 }
 
 
-def resolved_defaults(tmp, hostvars):
+def resolved_defaults(tmp, hostvars, variables=None):
     """Each role's kubeconfig as Ansible templates it: the roles' defaults files loaded as the play's variables, the
     site's cluster_* settings from the inventory, the project's filters from ansible.cfg."""
     out = tmp / "resolved.json"
     inventory = {"all": {"hosts": {"ctl1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                                             **hostvars}}}}
-    values = "{{ {" + ", ".join(f"'{v}': {v}" for v in KUBECONFIG_VARS.values()) + "} | to_json }}"
+    variables = variables or KUBECONFIG_VARS
+    values = "{{ {" + ", ".join(f"'{v}': {v}" for v in variables.values()) + "} | to_json }}"
     play = [{
         "name": "Resolve the kubeconfig defaults", "hosts": "ctl1", "gather_facts": False,
         "vars_files": [str(ROOT / "playbooks/vars/k8s_versions.yml")]
-        + [str(ROOT / "roles" / role / "defaults/main.yml") for role in KUBECONFIG_VARS],
+        + [str(ROOT / "roles" / role / "defaults/main.yml") for role in variables],
         "tasks": [{"name": "Write", "ansible.builtin.copy": {"content": values, "dest": str(out),
                                                                   "mode": "0644"}}],
     }]
@@ -83,6 +84,16 @@ def test_unknown_distribution_is_refused_naming_the_variable(distribution):
         admin_kubeconfig(distribution)
     with pytest.raises(ValueError, match="cluster_k8s_distribution"):
         server_ca(distribution)
+
+
+@pytest.mark.parametrize(("distribution", "service", "ca"), [
+    ("k3s", "k3s-agent", "/var/lib/rancher/k3s/server/tls/server-ca.crt"),
+    ("kubeadm", "kubelet", "/etc/kubernetes/pki/ca.crt")])
+def test_the_agent_service_and_the_cluster_ca_follow_the_distribution(tmp_path, distribution, service, ca):
+    # Issue 33 item 6: the executor stopped k3s-agent on kubeadm nodes, which have a kubelet unit instead.
+    variables = {"pool_executor": "pool_executor_k8s_agent_service", "pool_planner": "pool_planner_k8s_ca"}
+    resolved = resolved_defaults(tmp_path, {"cluster_k8s_distribution": distribution}, variables)
+    assert resolved == {"pool_executor_k8s_agent_service": service, "pool_planner_k8s_ca": ca}
 
 
 @pytest.mark.parametrize(("distribution", "path"), [("k3s", "/var/lib/rancher/k3s/server/tls/server-ca.crt"),
