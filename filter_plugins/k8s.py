@@ -66,7 +66,7 @@ def k8s_pool_admissions(hosts, node_objs, hostvars, count_var, validator_pods=()
         raise AnsibleFilterError(f"{count_var}: {exc}") from exc
 
 
-def k8s_leave_node_patch(node_name, label_key, admitted_label="gpufleet.io/admitted"):
+def k8s_leave_node_patch(node_name, label_key, admitted_label="node-restriction.kubernetes.io/gpufleet-admitted"):
     """Merge patch of a Node leaving the Kubernetes pool: pool, admission and fabric labels removed, operands off."""
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": str(node_name), "labels": leave_labels(label_key, admitted_label)}}

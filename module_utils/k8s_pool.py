@@ -83,7 +83,7 @@ def merge_taints(existing, add=(), remove=()):
     ]
 
 
-ADMITTED_LABEL = "gpufleet.io/admitted"
+ADMITTED_LABEL = "node-restriction.kubernetes.io/gpufleet-admitted"
 VERDICTS = ("PASS", "FAIL", "ERROR")
 
 
@@ -158,12 +158,19 @@ def node_admission(node_obj, gpu_count=None, validator_pods=(), verdict=None, *,
     - ``ERROR`` (the gate could not judge): held, the admission label removed (retried on the next gate);
     - no verdict: admitted when the label says so and the node carries no fail taint; otherwise held.
 
-    An admitted node loses the hold and fail taints and is uncordoned; a held node carries the hold taint
-    and is cordoned. Every pool node keeps the pool label and taint, and the GPU Operator's operands
+    An admitted node loses the hold and fail taints; a held node carries the hold taint (NoSchedule, which a
+    kubelet cannot lift: NodeRestriction forbids it to change taints). The cordon (``spec.unschedulable``) is
+    never touched: it is an admin's or maintenance's, and stands through every admission. Every pool node
+    keeps the pool label and taint, and the GPU Operator's operands
     (``nvidia.com/gpu.deploy.operands`` removed), and its fabric labels (``fabric_labels``, ``{key: value}``
     from the fabric model): every fabric level key the node has no switch for is removed, so a label left
     by an earlier place in the fabric goes. A label value of None means "remove the label".
-    Returns ``{labels, taints_add, taints_remove, cordon, admitted, why}``; an unknown verdict is an error.
+    The admission record ``admitted_label`` defaults to a ``node-restriction.kubernetes.io/`` label, which a
+    node's own kubelet cannot set (NodeRestriction), so a node cannot admit itself.
+    Returns ``{labels, taints_add, taints_remove, admitted, why}``; an unknown verdict is an error.
+
+    Work at risk: an admin's cordon and a held node's gate. Guarded: no patch of this carries
+    ``spec.unschedulable``, and admission rests only on what the node's kubelet cannot write.
     """
     if verdict is not None and verdict not in VERDICTS:
         raise ValueError(f"unknown gate verdict {verdict!r} (expected one of {', '.join(VERDICTS)})")
@@ -201,12 +208,11 @@ def node_admission(node_obj, gpu_count=None, validator_pods=(), verdict=None, *,
     if admitted:
         return {"labels": labels, "taints_add": pool_taints,
                 "taints_remove": [hold_taint["key"]] + ([fail_key] if fail_key else []),
-                "cordon": False, "admitted": True, "why": []}
+                "admitted": True, "why": []}
     add = [*pool_taints, hold_taint]
     if verdict == "FAIL" and fail_taint:
         add.append(fail_taint)
-    return {"labels": labels, "taints_add": add, "taints_remove": [], "cordon": True, "admitted": False,
-            "why": why}
+    return {"labels": labels, "taints_add": add, "taints_remove": [], "admitted": False, "why": why}
 
 
 # A Node name is a DNS subdomain (RFC 1123): lower-case labels of letters, digits and '-', at most 253 long.
@@ -290,7 +296,7 @@ def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=No
     Returns ``{"nodes": {host: {name, taints, **admission}}, "unregistered": [host, ...]}``; ``taints`` are
     the node's live taints, for the merge that keeps their order (no patch when nothing changes).
 
-    Work at risk: an admission lifts the hold and the gate-failed taint and uncordons; two hosts that
+    Work at risk: an admission lifts the hold and the gate-failed taint (never a cordon); two hosts that
     resolve to one Node (a map entry naming another host's Node, or a short name finding its FQDN) would
     let one host's verdict act on the other's Node. Refused: ValueError naming both hosts and the Node.
     """

@@ -21,6 +21,8 @@ term there cannot be judged, and the check fails closed.
 
 import re
 
+from ansible.module_utils.k8s_state import HOLD_TAINT
+
 CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 CP_EQUAL_EMPTY = {"key": CONTROL_PLANE, "operator": "Equal", "value": "", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -404,12 +406,13 @@ def verdict(component, place, node):
     return LANDS, None
 
 
-def model_nodes(gpu_nodes, system_taints, fail_taint, system_labels=None, cni_ready=True):
+def model_nodes(gpu_nodes, system_taints, fail_taint, system_labels=None, cni_ready=True, hold_key=HOLD_TAINT):
     """Nodes in each state: system, and the planned GPU nodes (held/admitted) plus a failed copy of one.
 
-    ``gpu_nodes``: Node patches as k8s_pool_labels renders them (metadata.labels, spec.taints,
-    spec.unschedulable). A GPU node is admitted when schedulable. The failed node is a held node with the
-    gate's fail taint, as health_gate leaves it. Labels that are removed (null) are dropped.
+    ``gpu_nodes``: Node patches as k8s_pool_labels renders them (metadata.labels, spec.taints; a cordon is
+    the admin's, never in a patch). A GPU node is held when it carries the hold taint ``hold_key``, else
+    admitted. The failed node is a held node with the gate's fail taint, as health_gate leaves it. Labels that
+    are removed (null) are dropped.
     """
     base = {"kubernetes.io/os": "linux"}
     nodes = [{"name": "system", "state": SYSTEM, "node_name": None,
@@ -422,7 +425,7 @@ def model_nodes(gpu_nodes, system_taints, fail_taint, system_labels=None, cni_re
         taints = [parse_taint(t) for t in spec.get("taints") or []]
         node = {"name": meta.get("name"), "node_name": meta.get("name"), "labels": labels, "taints": taints,
                 "unschedulable": bool(spec.get("unschedulable")), "gpu": True}
-        node["state"] = HELD if node["unschedulable"] else ADMITTED
+        node["state"] = HELD if node["unschedulable"] or any(t["key"] == hold_key for t in taints) else ADMITTED
         nodes.append(node)
         if node["state"] == HELD and held is None:
             held = node

@@ -16,6 +16,8 @@ from ansible.module_utils.k8s_pool import (
 )
 
 HOLD = {"key": "gpufleet.io/hold", "value": "gate", "effect": "NoSchedule"}
+# The admission record: a node-restriction.kubernetes.io/ label, which a node's kubelet cannot set.
+ADMITTED = "node-restriction.kubernetes.io/gpufleet-admitted"
 
 
 def cq(quotas, name="gpu"):
@@ -73,7 +75,7 @@ KW = {"k8s_pool": "kubernetes", "label_key": "gpufleet.io/pool", "hold_taint": H
 
 
 def node(name="gpu03", allocatable="2", admitted=False, taints=(POOL, HOLD), unschedulable=True):
-    labels = {"gpufleet.io/pool": "kubernetes", **({"gpufleet.io/admitted": "true"} if admitted else {})}
+    labels = {"gpufleet.io/pool": "kubernetes", **({ADMITTED: "true"} if admitted else {})}
     status = {"allocatable": {"cpu": "64", "nvidia.com/gpu": allocatable}} if allocatable is not None else {}
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
             "spec": {"unschedulable": unschedulable, "taints": list(taints)}, "status": status}
@@ -86,8 +88,8 @@ def validator(node_name="gpu03", ready=True, phase="Running"):
 
 def test_pass_admits_a_node_whose_validator_passed_and_all_gpus_are_allocatable():
     state = node_admission(node(), 2, [validator()], "PASS", **KW)
-    assert state["admitted"] and not state["cordon"] and state["why"] == []
-    assert state["labels"]["gpufleet.io/admitted"] == "true"
+    assert state["admitted"] and state["why"] == []
+    assert state["labels"][ADMITTED] == "true"
     assert state["taints_remove"] == ["gpufleet.io/hold", "gpufleet.io/gate"] and state["taints_add"] == [POOL]
 
 
@@ -101,27 +103,27 @@ def test_pass_admits_a_node_whose_validator_passed_and_all_gpus_are_allocatable(
 ])
 def test_pass_keeps_the_hold_until_the_gpus_are_validated_and_allocatable(obj, pods, why):
     state = node_admission(obj, 2, pods, "PASS", **KW)
-    assert not state["admitted"] and state["cordon"] and HOLD in state["taints_add"]
-    assert state["labels"]["gpufleet.io/admitted"] is None
+    assert not state["admitted"] and HOLD in state["taints_add"]
+    assert state["labels"][ADMITTED] is None
     assert any(why in w for w in state["why"]), state["why"]
 
 
 def test_a_recorded_admission_is_kept_by_later_runs_without_a_verdict():
     state = node_admission(node(admitted=True, taints=(POOL,), unschedulable=False, allocatable="2"), **KW)
-    assert state["admitted"] and not state["cordon"] and state["labels"]["gpufleet.io/admitted"] == "true"
+    assert state["admitted"] and state["labels"][ADMITTED] == "true"
 
 
 def test_a_node_never_admitted_is_held_without_a_verdict():
     state = node_admission(node(), **KW)
-    assert not state["admitted"] and state["cordon"] and state["taints_add"] == [POOL, HOLD]
+    assert not state["admitted"] and state["taints_add"] == [POOL, HOLD]
     assert state["labels"] == {"gpufleet.io/pool": "kubernetes", "nvidia.com/gpu.deploy.operands": None,
-                               "gpufleet.io/admitted": None, "gpufleet.io/leaf": None, "gpufleet.io/spine": None}
+                               ADMITTED: None, "gpufleet.io/leaf": None, "gpufleet.io/spine": None}
 
 
 @pytest.mark.parametrize("verdict", ["FAIL", "ERROR"])
 def test_fail_or_error_holds_an_admitted_node_and_drops_the_record(verdict):
     state = node_admission(node(admitted=True, taints=(POOL,), unschedulable=False), 2, [validator()], verdict, **KW)
-    assert not state["admitted"] and state["cordon"] and state["labels"]["gpufleet.io/admitted"] is None
+    assert not state["admitted"] and state["labels"][ADMITTED] is None
     assert (FAIL in state["taints_add"]) is (verdict == "FAIL")
 
 
@@ -187,7 +189,7 @@ def test_a_fabric_label_the_model_does_not_know_is_refused_naming_the_node():
 
 def test_a_node_leaving_loses_pool_admission_and_fabric_labels_and_its_operands():
     labels = leave_labels("gpufleet.io/pool")
-    assert labels == {"gpufleet.io/admitted": None, "gpufleet.io/leaf": None, "gpufleet.io/pool": None,
+    assert labels == {ADMITTED: None, "gpufleet.io/leaf": None, "gpufleet.io/pool": None,
                       "gpufleet.io/spine": None, "nvidia.com/gpu.deploy.operands": "false"}
     assert set(fabric_label_keys()) <= set(labels)
 

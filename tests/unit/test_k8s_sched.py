@@ -57,13 +57,13 @@ AFTER = {
 
 def patches(plan=PLAN):
     """Node patches as k8s_pool_labels renders them, from the role's own admission function on modelled nodes."""
-    objs = [{"metadata": {"name": node, "labels": {"gpufleet.io/admitted": "true"} if admitted else {}}}
+    admitted_label = "node-restriction.kubernetes.io/gpufleet-admitted"
+    objs = [{"metadata": {"name": node, "labels": {admitted_label: "true"} if admitted else {}}}
             for node, admitted in plan.items()]
     states = pool_admissions(sorted(plan), objs, {}, k8s_pool="kubernetes", label_key="gpufleet.io/pool",
                              hold_taint=HOLD_TAINT, pool_taint=POOL_TAINT, fail_taint=FAIL_TAINT)["nodes"]
     return [{"metadata": {"name": node, "labels": state["labels"]},
-             "spec": {"taints": merge_taints(state["taints"], state["taints_add"], state["taints_remove"]),
-                      "unschedulable": state["cordon"]}}
+             "spec": {"taints": merge_taints(state["taints"], state["taints_add"], state["taints_remove"])}}
             for node, state in sorted(states.items())]
 
 
@@ -75,7 +75,8 @@ def test_model_has_each_state_with_the_plans_taints():
     model = {n["state"]: n for n in nodes()}
     assert set(model) == {SYSTEM, HELD, ADMITTED, FAILED}
     assert {t["key"] for t in model[HELD]["taints"]} == {"gpufleet.io/pool", "gpufleet.io/hold"}
-    assert model[HELD]["unschedulable"] and not model[ADMITTED]["unschedulable"]
+    # The hold is the taint alone: no patch carries a cordon (an admin's or maintenance's stands).
+    assert not model[HELD]["unschedulable"] and not model[ADMITTED]["unschedulable"]
     assert {t["key"] for t in model[ADMITTED]["taints"]} == {"gpufleet.io/pool"}
     assert "gpufleet.io/gate" in {t["key"] for t in model[FAILED]["taints"]}
     assert model[SYSTEM]["taints"] == [{"key": "node-role.kubernetes.io/control-plane", "value": "true",
