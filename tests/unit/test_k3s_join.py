@@ -122,17 +122,39 @@ def test_one_server_may_register_through_its_own_address(tmp_path):
 
 @pytest.mark.parametrize(("hostvars", "expected"), [
     ({}, ["ctl1: k3s_server_api_endpoint (default cluster_k8s_api_endpoint) must be a fixed registration address",
-          "with 2 servers (ctl1, ctl2); is ''"]),
+          "with 3 servers (ctl1, ctl2, ctl3); is ''"]),
     ({"cluster_k8s_api_endpoint": "10.0.0.1"}, ["ctl2: k3s_server_api_endpoint", "is '10.0.0.1'"]),
     ({"k3s_server_api_endpoint": "vip.lab", "k3s_agent_server_endpoint": "ctl2"},
      ["gpu01: k3s_agent_server_endpoint (default cluster_k8s_api_endpoint) must be a fixed", "is 'ctl2'"]),
 ], ids=["unset", "first-server-ip", "agent-on-a-server-name"])
 def test_ha_without_a_fixed_address_fails_naming_host_and_variable(tmp_path, hostvars, expected):
-    rc, out = run_play(tmp_path, RENDER, ["ctl1", "ctl2"], hostvars)
+    rc, out = run_play(tmp_path, RENDER, ["ctl1", "ctl2", "ctl3"], hostvars)
     assert rc != 0, out
     flat = " ".join(out.split())
     for message in expected:
         assert message in flat, out
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_an_even_server_count_is_refused_naming_the_variable(tmp_path, count):
+    # Issue 33: two servers make a two-member etcd that stops when either server does.
+    servers = [f"ctl{i}" for i in range(1, count + 1)]
+    rc, out = run_play(tmp_path, RENDER, servers, {"cluster_k8s_api_endpoint": "k8s-api.lab"})
+    assert rc != 0, out
+    flat = " ".join(out.split())
+    assert f"ctl1: k3s_server_hosts (default group k8s_server) has {count} servers" in flat, out
+    assert "embedded etcd needs 1, 3, 5 or 7" in flat, out
+
+
+def test_etcd_snapshot_and_s3_settings_are_accepted_but_not_their_secrets(tmp_path):
+    extra = {"etcd-s3": True, "etcd-s3-bucket": "snapshots", "etcd-s3-endpoint": "s3.lab",
+             "etcd-snapshot-compress": True, "cluster-reset-restore-path": "/var/lib/rancher/k3s/server/db/snapshots/x",
+             "disable-default-registry-endpoint": True}
+    rc, out = run_play(tmp_path, RENDER, ["ctl1"], {"k3s_server_config_extra": extra})
+    assert rc == 0, out
+    assert extra.items() <= rendered(tmp_path, "ctl1").items()
+    rc, out = run_play(tmp_path, RENDER, ["ctl1"], {"k3s_server_config_extra": {"etcd-s3-secret-key": "hunter2"}})
+    assert rc != 0 and "etcd-s3-secret-key" in out and "hunter2" not in out, out
 
 
 @pytest.mark.parametrize(("hostvars", "message"), [
