@@ -167,3 +167,11 @@ def test_k3s_node_reports_a_process_still_running_a_replaced_binary(tmp_path):
         process.kill()
         process.wait()
     assert run_k3s_node(tmp_path) == {"upgrade": False, "changed": False}
+
+
+@pytest.mark.parametrize("unit", ["roles/k3s_agent/templates/etc/systemd/system/k3s-agent.service.j2",
+                                  "roles/k3s_server/templates/etc/systemd/system/k3s.service.j2"])
+def test_pods_get_unlimited_locked_memory_for_rdma(unit):
+    # Issue 33: pods on k3s inherited the 8 MiB default, so NCCL's ibv_reg_mr failed in pods.
+    service = (ROOT / unit).read_text().split("[Service]", 1)[1].split("[Install]", 1)[0]
+    assert "\nLimitMEMLOCK=infinity\n" in service
