@@ -22,7 +22,7 @@ PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 POLICY = {"pools": {"slurm": {"min": 1, "target": 2}, "k8s": {"min": 1, "target": 2}}, "max_unavailable": 1}
 
 
-def run_planner(tmp, kubeconfig_exists=False, ca_exists=False):
+def run_planner(tmp, kubeconfig_exists=False, ca_exists=False, k8s=True):
     kubeconfig, ca, out = tmp / "admin.conf", tmp / "ca.crt", tmp / "plan.json"
     if kubeconfig_exists:
         kubeconfig.write_text("not read by this test\n")
@@ -33,7 +33,7 @@ def run_planner(tmp, kubeconfig_exists=False, ca_exists=False):
         "vars": {"cluster_pools": POLICY, "cluster_gpu_count": 8},
         "children": {
             "slurm_controller": {"hosts": {"localhost": local}},
-            "k8s_server": {"hosts": {"localhost": None}},
+            **({"k8s_server": {"hosts": {"localhost": None}}} if k8s else {}),
             "gpu_nodes": {"hosts": {f"gpu0{i}": {"cluster_leaf": "leaf1"} for i in range(1, 5)}},
         }}}
     play = [{
@@ -76,3 +76,10 @@ def test_a_kubeconfig_the_planner_cannot_read_stops_the_plan(tmp_path):
     result, plan = run_planner(tmp_path, kubeconfig_exists=True, ca_exists=True)
     assert result.returncode != 0 and plan is None
     assert "Read Kubernetes' nodes" in result.stdout
+
+
+def test_an_inventory_without_kubernetes_reads_neither_file_nor_cluster(tmp_path):
+    # The Slurm-only fleets (molecule/pool_rebalance): nothing is looked up, nothing is fresh, every node Slurm's.
+    result, plan = run_planner(tmp_path, ca_exists=True, k8s=False)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert plan["k8s_fresh"] is False and plan["k8s_agent"] == []
