@@ -9,6 +9,7 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
+from ansible.module_utils.filter_errors import as_filter
 from ansible.module_utils.k8s_distribution import admin_kubeconfig, agent_service, server_ca
 from ansible.module_utils.k8s_pool import (
     clusterqueue_gpu_quota,
@@ -115,30 +116,6 @@ def k8s_drop_nulls(value):
     return drop_nulls(value)
 
 
-def k8s_admin_kubeconfig(distribution):
-    """The admin kubeconfig of ``distribution`` (cluster_k8s_distribution); an unknown one fails the task."""
-    try:
-        return admin_kubeconfig(distribution)
-    except ValueError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
-
-
-def k8s_server_ca(distribution):
-    """The cluster CA a server of ``distribution`` holds once the cluster exists; an unknown one fails the task."""
-    try:
-        return server_ca(distribution)
-    except ValueError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
-
-
-def k8s_agent_service(distribution):
-    """The service running a worker's kubelet on ``distribution``; an unknown one fails the task."""
-    try:
-        return agent_service(distribution)
-    except ValueError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
-
-
 class FilterModule:
     def filters(self):
         return {
@@ -151,7 +128,8 @@ class FilterModule:
             "k8s_node_names": k8s_node_names,
             "k8s_gate_verdicts": k8s_gate_verdicts,
             "k8s_drop_nulls": k8s_drop_nulls,
-            "k8s_admin_kubeconfig": k8s_admin_kubeconfig,
-            "k8s_server_ca": k8s_server_ca,
-            "k8s_agent_service": k8s_agent_service,
+            # What cluster_k8s_distribution decides (module_utils/k8s_distribution.py); an unknown one fails the task.
+            "k8s_admin_kubeconfig": as_filter(admin_kubeconfig, ValueError, prefix=False),
+            "k8s_server_ca": as_filter(server_ca, ValueError, prefix=False),
+            "k8s_agent_service": as_filter(agent_service, ValueError, prefix=False),
         }

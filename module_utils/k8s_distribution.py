@@ -21,10 +21,14 @@ def admin_kubeconfig(distribution):
 
     Work at risk: none (read-only).
     """
-    if distribution not in ADMIN_KUBECONFIG:
-        raise ValueError(f"cluster_k8s_distribution must be one of {', '.join(sorted(ADMIN_KUBECONFIG))}, "
-                         f"not {distribution!r}")
-    return ADMIN_KUBECONFIG[distribution]
+    return _of(ADMIN_KUBECONFIG, distribution)
+
+
+def _of(table, distribution):
+    """``table[distribution]``; an unknown distribution raises ValueError naming cluster_k8s_distribution."""
+    if not isinstance(distribution, str) or distribution not in table:
+        raise ValueError(f"cluster_k8s_distribution must be one of {', '.join(sorted(table))}, not {distribution!r}")
+    return table[distribution]
 
 
 # The cluster CA each distribution's first server writes when it creates the cluster (k3s server's bootstrap,
@@ -40,8 +44,7 @@ def server_ca(distribution):
 
     Work at risk: none (read-only).
     """
-    admin_kubeconfig(distribution)
-    return SERVER_CA[distribution]
+    return _of(SERVER_CA, distribution)
 
 
 # The service that runs a worker's kubelet: k3s's agent (its install's unit name), kubeadm's kubelet unit.
@@ -56,5 +59,4 @@ def agent_service(distribution):
 
     Work at risk: none (read-only).
     """
-    admin_kubeconfig(distribution)
-    return AGENT_SERVICE[distribution]
+    return _of(AGENT_SERVICE, distribution)
