@@ -170,3 +170,20 @@ def test_kuberay_without_its_crds_fails_naming_host_and_variable(tmp_path):
         "kuberay_crd_paths": [str(ROOT / "files/crds/volcano" / VERSIONS["volcano"]["version"])]})
     assert rc != 0, out
     assert "ctl1: kuberay_crd_paths" in " ".join(out.split()), out
+
+
+def test_yaml_docs_parses_a_stream_like_from_yaml_all_and_refuses_what_is_not_yaml():
+    from k8s_files import k8s_yaml_docs, k8s_yaml_heads
+    stored = ROOT / "files/crds/kuberay/1.7.0/ray.io_rayjobs.yaml.gz"
+    crd = gzip.decompress(stored.read_bytes()).decode()
+    text = "---\n" + crd + "\n---\n\n---\nkind: Namespace\nmetadata: {name: x}\n"
+    assert k8s_yaml_docs(text) == [d for d in yaml.safe_load_all(text) if d]
+    assert k8s_yaml_heads(text) == [
+        {"kind": "CustomResourceDefinition", "apiVersion": "apiextensions.k8s.io/v1", "name": "rayjobs.ray.io",
+         "group": "ray.io"},
+        {"kind": "Namespace", "apiVersion": None, "name": "x", "group": None}]
+    assert k8s_yaml_docs("") == [] and k8s_yaml_docs(None) == []
+    with pytest.raises(AnsibleFilterError, match="not a YAML document stream"):
+        k8s_yaml_docs("a: [unclosed")
+    with pytest.raises(AnsibleFilterError, match="not a mapping"):
+        k8s_yaml_heads("- a list\n")
