@@ -80,6 +80,7 @@ test: venv ## Everything CI runs: the molecule lanes, with lint and the unit tes
 	$(MAKE) --no-print-directory molecule & lanes=$$!; \
 	checks=0; nice -n 5 $(MAKE) --no-print-directory --keep-going lint unit || checks=$$?; \
 	molecule=0; wait $$lanes || molecule=$$?; \
+	grep -E '^k8s_bins: (built|.* up to date)' .cache/k8s-bins.log 2>/dev/null || tail -3 .cache/k8s-bins.log || true; \
 	echo "make test: lint and unit rc $$checks, molecule lanes rc $$molecule"; \
 	[ $$checks -eq 0 ] && [ $$molecule -eq 0 ]
 
