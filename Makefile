@@ -12,10 +12,8 @@ INVENTORY ?= inventory/lab
 SCENARIOS ?= lab_smoke slurm_cluster slurm_cluster_trixie pool_rebalance health_gate k8s_render slurm_policy node_stack node_stack_trixie maintenance k8s_cluster
 # Plain `make molecule` (and CI) runs these lanes at the same time, the scenarios of a lane in
 # order (comma-separated); a scenario in SCENARIOS that no lane names gets a lane of its own. k8s_cluster waits
-# for the Go build that `make test` starts first; its lane goes first on the CPU (FIRST) and the others run nice,
-# so that the Go build and k8s_cluster end early instead of after every other lane (scripts/molecule_lanes).
-LANES ?= slurm_cluster_trixie,node_stack_trixie slurm_cluster,node_stack pool_rebalance,maintenance slurm_policy,health_gate k8s_render,k8s_cluster,lab_smoke
-FIRST ?= k8s_cluster
+# for the Go build that `make test` starts first.
+LANES ?= slurm_cluster_trixie,node_stack_trixie slurm_cluster,node_stack pool_rebalance,maintenance slurm_policy,health_gate k8s_render,k8s_cluster lab_smoke
 
 .PHONY: help venv lab lab-down site up k8s-bins lab-k8s lab-k8s-down lint unit molecule test clean
 
@@ -68,16 +66,17 @@ molecule: venv ## Molecule scenarios on real daemons in the container lab (paral
 ifeq ($(origin SCENARIOS),command line)
 	for s in $(SCENARIOS); do molecule test -s $$s || exit 1; done
 else
-	scripts/molecule_lanes --all "$(SCENARIOS)" $(foreach s,$(FIRST),--first $(s)) $(LANES)
+	scripts/molecule_lanes --all "$(SCENARIOS)" $(LANES)
 endif
 
-# The lanes are the long pole (tens of minutes); lint and the unit tests run beside them, as nice as the lanes
-# that do not go first, and the target fails if any of the three failed, after all three have finished. The
-# Kubernetes lab's Go build starts first, in the background and not nice: on a new machine it is the longest piece
-# of CPU work, and k8s_cluster's own call waits for it (its log: .cache/k8s-bins.log).
+# The lanes are the long pole (tens of minutes); lint and the unit tests run beside them, and the target fails if
+# any of the three failed, after all three have finished. The Kubernetes lab's Go build starts first, in the
+# background; the lanes, lint and the unit tests run `nice` beside it. On a new machine the build is the longest
+# single piece of CPU work and k8s_cluster waits for it: ahead of the lanes it ends early enough for k8s_cluster to
+# end with them, not after them (its log: .cache/k8s-bins.log; make test prints its time).
 test: venv ## Everything CI runs: the molecule lanes, with lint and the unit tests beside them
 	mkdir -p .cache; scripts/k8s_bins > .cache/k8s-bins.log 2>&1 & \
-	$(MAKE) --no-print-directory molecule & lanes=$$!; \
+	nice -n 5 $(MAKE) --no-print-directory molecule & lanes=$$!; \
 	checks=0; nice -n 5 $(MAKE) --no-print-directory --keep-going lint unit || checks=$$?; \
 	molecule=0; wait $$lanes || molecule=$$?; \
 	grep -E '^k8s_bins: (built|.* up to date)' .cache/k8s-bins.log 2>/dev/null || tail -3 .cache/k8s-bins.log || true; \

@@ -7,9 +7,6 @@ ansible-core 2.19's output of real failures, in the project's YAML result format
 
 import importlib.machinery
 import importlib.util
-import os
-import subprocess
-import threading
 
 from conftest import ROOT
 
@@ -164,25 +161,3 @@ def test_a_real_assertion_molecule_folded_past_yaml_still_gives_its_condition_an
     assert found["message"].startswith("assertion: verify_run_log_now.stdout_lines | select('search', verify_waiting)")
     assert ": the run never waited for gpu04" in found["message"]
 
-
-def test_only_the_lanes_without_a_first_scenario_run_nice():
-    lanes_ = [["slurm_cluster", "node_stack"], ["k8s_render", "k8s_cluster"]]
-    assert lanes.lane_niceness(lanes_, ["k8s_cluster"]) == [lanes.LANE_NICE, 0]
-    assert lanes.lane_niceness(lanes_, []) == [0, 0]
-
-
-def test_a_nice_lane_runs_its_scenarios_at_that_niceness(tmp_path, monkeypatch):
-    # A test double of molecule on PATH: it writes its own niceness where the lane keeps the scenario's log.
-    fake = tmp_path / "bin" / "molecule"
-    fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\nnice\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
-    monkeypatch.setattr(lanes, "LOG_DIR", tmp_path)
-    base = int(subprocess.run(["nice"], capture_output=True, text=True, check=True).stdout)
-    results = []
-    lanes.run_lane(1, ["a"], results, threading.Lock(), niceness=5)
-    lanes.run_lane(2, ["b"], results, threading.Lock())
-    assert int((tmp_path / "a.log").read_text()) == min(base + 5, 19)
-    assert int((tmp_path / "b.log").read_text()) == base
-    assert [(n, name, rc) for n, name, rc, _ in results] == [(1, "a", 0), (2, "b", 0)]
