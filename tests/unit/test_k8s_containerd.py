@@ -5,6 +5,7 @@ import os
 import pathlib
 import tomllib
 
+import pytest
 import yaml
 from test_k8s_kubeadm import play, run_play
 
@@ -198,4 +199,54 @@ def test_airgap_archives_are_imported_once_and_a_second_run_changes_nothing(tmp_
     assert (tmp_path / "ctr.log").read_text() == f"-n k8s.io images import {tmp_path}/node/pause.tar\n"
     rc, out = run_play(tmp_path, [importer], hostvars)
     assert rc == 0 and "changed=0" in out, out
-    assert (tmp_path / "ctr.log").read_text().count("import") == 1, "already imported: not imported again"
+    assert len((tmp_path / "ctr.log").read_text().splitlines()) == 1, "already imported: not imported again"
+
+
+def _fake_ctr(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ctr").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {tmp_path}/ctr.log\n')
+    (bin_dir / "ctr").chmod(0o755)
+    importer = play("k8s_agent", "containerd", "airgap")
+    importer["environment"] = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    return importer
+
+
+def test_airgap_on_node_imports_from_the_nodes_directory_and_copies_nothing(tmp_path):
+    """containerd_airgap_images_on_node (a share or staged media): checked and imported where it is, once."""
+    images = tmp_path / "images"
+    images.mkdir()
+    archive = b"an OCI archive of registry.k8s.io/pause:3.10.1"
+    (images / "pause.tar").write_bytes(archive)
+    (images / "sha256sum.txt").write_text(hashlib.sha256(archive).hexdigest() + "  pause.tar\n")
+    importer = _fake_ctr(tmp_path)
+    hostvars = {"containerd_airgap_images_dir": str(images), "containerd_airgap_images_on_node": True,
+                "containerd_airgap_node_dir": str(tmp_path / "node")}
+    rc, out = run_play(tmp_path, [importer], hostvars)
+    assert rc == 0, out
+    assert (tmp_path / "ctr.log").read_text() == f"-n k8s.io images import {images}/pause.tar\n"
+    assert sorted(p.name for p in (tmp_path / "node").iterdir()) == ["imported.json"]
+    rc, out = run_play(tmp_path, [importer], hostvars)
+    assert rc == 0 and "changed=0" in out, out
+    assert len((tmp_path / "ctr.log").read_text().splitlines()) == 1
+
+
+@pytest.mark.parametrize("sums", ["0" * 64 + "  pause.tar\n", None])
+def test_airgap_on_node_archive_not_matching_or_without_sums_is_refused_before_any_import(tmp_path, sums):
+    images = tmp_path / "images"
+    images.mkdir()
+    (images / "pause.tar").write_bytes(b"an OCI archive of registry.k8s.io/pause:3.10.1")
+    if sums is not None:
+        (images / "sha256sum.txt").write_text(sums)
+    importer = _fake_ctr(tmp_path)
+    hostvars = {"containerd_airgap_images_dir": str(images), "containerd_airgap_images_on_node": True,
+                "containerd_airgap_node_dir": str(tmp_path / "node")}
+    rc, out = run_play(tmp_path, [importer], hostvars)
+    assert rc != 0, out
+    flat = " ".join(out.split())
+    if sums is None:
+        assert f"gpu01: {images} needs a sha256sum.txt and at least one *.tar image archive" in flat, out
+        assert "(containerd_airgap_images_dir, on the node)" in flat, out
+    else:
+        assert f"gpu01: {images}/pause.tar is missing from or does not match" in flat, out
+    assert not (tmp_path / "ctr.log").exists() and not (tmp_path / "node").exists()

@@ -80,3 +80,15 @@ def test_a_bad_cgroup_namespace_names_the_host_and_the_variable(tmp_path):
     assert run.returncode != 0
     messages = _failure_messages(run.stdout)
     assert messages == ["host n2: variable lab_cgroupns must be private or host (got shared)"], messages
+
+
+@pytest.mark.parametrize("mount", ["srv/airgap", "/etc", "/usr/", "/srv/air gap"])
+def test_a_bad_kubernetes_airgap_mount_is_refused_naming_the_variable(tmp_path, mount):
+    bad = tmp_path / "inventory"
+    (bad / "group_vars" / "all").mkdir(parents=True)
+    (bad / "hosts.yml").write_text("lab_nodes:\n  hosts:\n    n1: {}\n")
+    run = _run(tmp_path, [bad], "-e", "lab_k8s=true", "-e", f"lab_k8s_airgap_mount='{mount}'")
+    assert run.returncode != 0
+    messages = _failure_messages(run.stdout)
+    assert len(messages) == 1 and messages[0].startswith("lab: variable lab_k8s_airgap_mount must be"), messages
+    assert f"(got {mount})" in messages[0]
