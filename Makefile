@@ -66,21 +66,28 @@ molecule: venv ## Molecule scenarios on real daemons in the container lab (paral
 ifeq ($(origin SCENARIOS),command line)
 	for s in $(SCENARIOS); do molecule test -s $$s || exit 1; done
 else
-	scripts/molecule_lanes --all "$(SCENARIOS)" $(LANES)
+	scripts/molecule_lanes --all "$(SCENARIOS)" $(foreach w,$(LANES_WATCH),--watch $(w)) $(LANES)
 endif
 
 # The lanes are the long pole (tens of minutes); lint and the unit tests run beside them, and the target fails if
 # any of the three failed, after all three have finished. The Kubernetes lab's Go build starts first, in the
-# background; the lanes, lint and the unit tests run `nice` beside it. On a new machine the build is the longest
-# single piece of CPU work (2,063 s in session 13's cold run) and k8s_cluster waits for it, so it goes first
-# rather than leaving k8s_cluster to start last (its log: .cache/k8s-bins.log; make test prints its time).
+# background (on a new machine it is the longest single piece of CPU work: 2,063 s in session 13's cold run, and
+# k8s_cluster waits for it). The Go build, lint and the unit tests run at normal priority and the lanes `nice`: lint
+# and pytest use one core each and must end, so they go ahead of the lanes, which use whatever is left (stop 49 ran
+# them all nice: its unit tests were at 63% when CI stopped it at 5,400 s). Lint's and pytest's output goes to
+# .cache/checks.log (its summary, and its tail when they fail, are printed), so the lanes' lines, and the status
+# line molecule_lanes prints every 10 minutes, are what the end of CI's output shows.
+LANES_WATCH ?= .cache/k8s-bins.log .cache/checks.log
 test: venv ## Everything CI runs: the molecule lanes, with lint and the unit tests beside them
 	mkdir -p .cache; scripts/k8s_bins > .cache/k8s-bins.log 2>&1 & \
 	nice -n 5 $(MAKE) --no-print-directory molecule & lanes=$$!; \
-	checks=0; nice -n 5 $(MAKE) --no-print-directory --keep-going lint unit || checks=$$?; \
+	checks=0; $(MAKE) --no-print-directory --keep-going lint unit > .cache/checks.log 2>&1 || checks=$$?; \
+	grep -E '^(All checks passed|=+ .* in [0-9.]+s)' .cache/checks.log || true; \
+	[ $$checks -eq 0 ] || tail -n 120 .cache/checks.log; \
+	echo "make test: lint and unit rc $$checks at $$SECONDS s (their output: .cache/checks.log)"; \
 	molecule=0; wait $$lanes || molecule=$$?; \
 	grep -E '^k8s_bins: (built|.* up to date)' .cache/k8s-bins.log 2>/dev/null || tail -3 .cache/k8s-bins.log || true; \
-	echo "make test: lint and unit rc $$checks, molecule lanes rc $$molecule"; \
+	echo "make test: lint and unit rc $$checks, molecule lanes rc $$molecule, $$SECONDS s"; \
 	[ $$checks -eq 0 ] && [ $$molecule -eq 0 ]
 
 clean: ## Remove the virtual environment and caches

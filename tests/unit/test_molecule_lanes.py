@@ -161,3 +161,24 @@ def test_a_real_assertion_molecule_folded_past_yaml_still_gives_its_condition_an
     assert found["message"].startswith("assertion: verify_run_log_now.stdout_lines | select('search', verify_waiting)")
     assert ": the run never waited for gpu04" in found["message"]
 
+
+
+def test_a_status_line_says_what_each_lane_runs_in_which_step_and_what_the_watched_logs_say(tmp_path, monkeypatch):
+    """The status line CI's tail shows when it stops a run at its time limit: where every lane was."""
+    monkeypatch.setattr(lanes, "LOG_DIR", tmp_path)
+    (tmp_path / "health_gate.log").write_text("\n".join([STEP.format(step="create"), STEP.format(step="converge")]))
+    (tmp_path / "k8s_cluster.log").write_text("")
+    checks, stale = tmp_path / "checks.log", tmp_path / "stale.log"
+    checks.write_text("tests/unit/test_a.py ....\ntests/unit/test_pool_plan.py .....   [ 62%]\n")
+    stale.write_text("from an earlier run\n")
+    import os
+    import time
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    now = time.monotonic()
+    monkeypatch.setattr(lanes, "RUNNING", {0: ("base image for lab_smoke", now - 30), 2: ("health_gate", now - 95),
+                                           5: ("k8s_cluster", now - 5)})
+    line = lanes.status_line(3, 11, [checks, stale, tmp_path / "missing.log"], time.time() - 600)
+    assert line.startswith("lanes: at ") and ", 3 of 11 scenarios ended, load " in line, line
+    assert "running: base image for lab_smoke 30 s; lane 2 health_gate converge 95 s; lane 5 k8s_cluster ? 5 s" in line
+    assert line.endswith("; checks.log: tests/unit/test_pool_plan.py .....   [ 62%]"), line
+    assert "earlier run" not in line
