@@ -9,11 +9,11 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 INVENTORY ?= inventory/lab
 # Molecule scenarios (molecule/README.md lists them). `make molecule SCENARIOS="a b"` runs the
 # named ones one after another with their output on the terminal.
-SCENARIOS ?= lab_smoke slurm_cluster slurm_cluster_trixie pool_rebalance health_gate k8s_render slurm_policy node_stack node_stack_trixie maintenance k8s_cluster
+SCENARIOS ?= slurm_cluster slurm_cluster_trixie pool_rebalance health_gate k8s_render slurm_policy node_stack node_stack_trixie maintenance k8s_cluster
 # Plain `make molecule` (and CI) runs these lanes at the same time, the scenarios of a lane in
 # order (comma-separated); a scenario in SCENARIOS that no lane names gets a lane of its own. k8s_cluster waits
 # for the Go build that `make test` starts first.
-LANES ?= slurm_cluster_trixie,node_stack_trixie slurm_cluster,node_stack pool_rebalance,maintenance slurm_policy,health_gate k8s_render,k8s_cluster lab_smoke
+LANES ?= slurm_cluster_trixie,node_stack_trixie slurm_cluster,node_stack pool_rebalance,maintenance slurm_policy health_gate k8s_render,k8s_cluster
 
 .PHONY: help venv lab lab-down site up k8s-bins lab-k8s lab-k8s-down lint unit molecule test clean
 
@@ -50,12 +50,12 @@ lab-k8s: venv k8s-bins ## Bring up the Kubernetes lab (kubeadm, molecule/k8s_clu
 lab-k8s-down: venv ## Remove the Kubernetes lab's containers and volumes
 	ansible-playbook -i molecule/k8s_cluster/inventory playbooks/lab.yml -e lab_state=absent -e lab_remove_image=false
 
+# ansible-lint syntax-checks every playbook and role with ansible.cfg's inventory (the lab's); the loop checks the
+# playbooks against the example site's too.
 lint: venv ## Static checks: ansible-config, yamllint, ansible-lint, syntax, ansible-doc, ruff
 	ansible-config validate -t all >/dev/null
 	yamllint --strict .
 	ansible-lint --profile production
-	# ansible-lint has syntax-checked every playbook and role with ansible.cfg's inventory (the lab's); this checks
-	# them against the example site's too.
 	for p in playbooks/*.yml; do ansible-playbook -i inventory/example --syntax-check "$$p" >/dev/null || exit 1; done
 	for m in library/*.py; do ansible-doc -M library -t module "$$(basename $$m .py)" >/dev/null || exit 1; done
 	ruff check .

@@ -1,9 +1,9 @@
 """What site.yml leaves on the hosts, checked on the hosts themselves with testinfra.
 
 Hosts come from an Ansible inventory through testinfra's ansible backend; each host's groups say what it
-must run. molecule/lab_smoke/verify.yml runs this suite against its lab:
+must run. molecule/slurm_policy/verify_lab.yml runs this suite against its lab:
 
-    python -m pytest tests/integration --hosts='ansible://lab_nodes' --ansible-inventory=molecule/lab_smoke/inventory
+    python -m pytest tests/integration --hosts='ansible://lab_nodes' --ansible-inventory=molecule/slurm_policy/inventory
 
 (with ANSIBLE_SSH_COMMON_ARGS set to the rendered ProxyCommand, which `ansible-inventory` does not template).
 pytest.ini's testpaths keep it out of the unit run.

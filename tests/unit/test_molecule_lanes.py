@@ -175,10 +175,10 @@ def test_a_status_line_says_what_each_lane_runs_in_which_step_and_what_the_watch
     import time
     os.utime(stale, (time.time() - 3600, time.time() - 3600))
     now = time.monotonic()
-    monkeypatch.setattr(lanes, "RUNNING", {0: ("base image for lab_smoke", now - 30), 2: ("health_gate", now - 95),
+    monkeypatch.setattr(lanes, "RUNNING", {0: ("base image for node_stack", now - 30), 2: ("health_gate", now - 95),
                                            5: ("k8s_cluster", now - 5)})
     line = lanes.status_line(3, 11, [checks, stale, tmp_path / "missing.log"], time.time() - 600)
     assert line.startswith("lanes: at ") and ", 3 of 11 scenarios ended, load " in line, line
-    assert "running: base image for lab_smoke 30 s; lane 2 health_gate converge 95 s; lane 5 k8s_cluster ? 5 s" in line
+    assert "running: base image for node_stack 30 s; lane 2 health_gate converge 95 s; lane 5 k8s_cluster ? 5 s" in line
     assert line.endswith("; checks.log: tests/unit/test_pool_plan.py .....   [ 62%]"), line
     assert "earlier run" not in line
