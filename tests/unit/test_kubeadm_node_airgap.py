@@ -48,5 +48,5 @@ def test_a_binary_on_the_node_not_matching_or_without_sums_stops_before_any_copy
     rc, out = install(tmp_path, sums)
     assert rc != 0, out
     flat = " ".join(out.split())
-    assert f"gpu01: {tmp_path}/airgap/kube" in flat and "(kubeadm_node_airgap_dir)" in flat, out
+    assert f"gpu01: {tmp_path}/airgap/kube" in flat and "(kubeadm_node_airgap_dir, on the node)" in flat, out
     assert "install | Copy the binaries" not in out, out
