@@ -82,7 +82,7 @@ def test_a_bad_cgroup_namespace_names_the_host_and_the_variable(tmp_path):
     assert messages == ["host n2: variable lab_cgroupns must be private or host (got shared)"], messages
 
 
-@pytest.mark.parametrize("mount", ["srv/airgap", "/etc", "/usr/", "/srv/air gap"])
+@pytest.mark.parametrize("mount", ["srv/airgap", "/etc", "/usr/", "/usr/local/bin", "/srv/air gap", "/srv/../etc", "/"])
 def test_a_bad_kubernetes_airgap_mount_is_refused_naming_the_variable(tmp_path, mount):
     bad = tmp_path / "inventory"
     (bad / "group_vars" / "all").mkdir(parents=True)
@@ -92,3 +92,11 @@ def test_a_bad_kubernetes_airgap_mount_is_refused_naming_the_variable(tmp_path, 
     messages = _failure_messages(run.stdout)
     assert len(messages) == 1 and messages[0].startswith("lab: variable lab_k8s_airgap_mount must be"), messages
     assert f"(got {mount})" in messages[0]
+
+
+def test_a_kubernetes_airgap_mount_under_srv_passes(tmp_path):
+    good = tmp_path / "inventory"
+    (good / "group_vars" / "all").mkdir(parents=True)
+    (good / "hosts.yml").write_text("lab_nodes:\n  hosts:\n    n1: {}\n")
+    run = _run(tmp_path, [good], "-e", "lab_k8s=true", "-e", "lab_k8s_airgap_mount=/srv/gpufleet-airgap.v2")
+    assert run.returncode == 0, run.stdout[-3000:]
