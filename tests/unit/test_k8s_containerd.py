@@ -185,12 +185,7 @@ def test_airgap_archives_are_imported_once_and_a_second_run_changes_nothing(tmp_
     archive = b"an OCI archive of registry.k8s.io/pause:3.10.1"
     (images / "pause.tar").write_bytes(archive)
     (images / "sha256sum.txt").write_text(hashlib.sha256(archive).hexdigest() + "  pause.tar\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "ctr").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {tmp_path}/ctr.log\n')
-    (bin_dir / "ctr").chmod(0o755)
-    importer = play("k8s_agent", "containerd", "airgap")
-    importer["environment"] = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    importer = _fake_ctr(tmp_path)
     hostvars = {"containerd_airgap_images_dir": str(images), "containerd_airgap_node_dir": str(tmp_path / "node")}
     rc, out = run_play(tmp_path, [importer], hostvars, check=True)
     assert rc == 0 and not (tmp_path / "node").exists() and not (tmp_path / "ctr.log").exists(), out
@@ -203,6 +198,7 @@ def test_airgap_archives_are_imported_once_and_a_second_run_changes_nothing(tmp_
 
 
 def _fake_ctr(tmp_path):
+    """The air-gap play with a fake ctr first on PATH (a test double): it records its arguments in ctr.log."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "ctr").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {tmp_path}/ctr.log\n')
