@@ -152,12 +152,23 @@ def test_distribution_containerd_1_7_with_config_version_2_passes_the_version_ch
     assert "Check the installed containerd reads containerd_config_version" in out, out
 
 
-def airgap(tmp_path, sums, check=False):
-    """Run the air-gap images step against a controller directory holding pause.tar and sha256sum.txt."""
+PAUSE_ARCHIVE = b"an OCI archive of registry.k8s.io/pause:3.10.1"
+PAUSE_SUMS = hashlib.sha256(PAUSE_ARCHIVE).hexdigest() + "  pause.tar\n"
+
+
+def _images(tmp_path, sums=PAUSE_SUMS):
+    """An air-gap directory holding pause.tar and, unless sums is None, a sha256sum.txt with that text."""
     images = tmp_path / "images"
     images.mkdir()
-    (images / "pause.tar").write_bytes(b"an OCI archive of registry.k8s.io/pause:3.10.1")
-    (images / "sha256sum.txt").write_text(sums)
+    (images / "pause.tar").write_bytes(PAUSE_ARCHIVE)
+    if sums is not None:
+        (images / "sha256sum.txt").write_text(sums)
+    return images
+
+
+def airgap(tmp_path, sums, check=False):
+    """Run the air-gap images step against a controller directory holding pause.tar and sha256sum.txt."""
+    images = _images(tmp_path, sums)
     hostvars = {"containerd_airgap_images_dir": str(images), "containerd_airgap_node_dir": str(tmp_path / "node")}
     return run_play(tmp_path, [play("k8s_agent", "containerd", "airgap")], hostvars, check=check)
 
@@ -180,11 +191,7 @@ def test_airgap_archive_without_a_sha256sum_line_is_refused(tmp_path):
 
 def test_airgap_archives_are_imported_once_and_a_second_run_changes_nothing(tmp_path):
     """A fake ctr records its calls: the first run imports pause.tar into k8s.io, the second imports nothing."""
-    images = tmp_path / "images"
-    images.mkdir()
-    archive = b"an OCI archive of registry.k8s.io/pause:3.10.1"
-    (images / "pause.tar").write_bytes(archive)
-    (images / "sha256sum.txt").write_text(hashlib.sha256(archive).hexdigest() + "  pause.tar\n")
+    images = _images(tmp_path)
     importer = _fake_ctr(tmp_path)
     hostvars = {"containerd_airgap_images_dir": str(images), "containerd_airgap_node_dir": str(tmp_path / "node")}
     rc, out = run_play(tmp_path, [importer], hostvars, check=True)
@@ -210,11 +217,7 @@ def _fake_ctr(tmp_path):
 
 def test_airgap_on_node_imports_from_the_nodes_directory_and_copies_nothing(tmp_path):
     """containerd_airgap_images_on_node (a share or staged media): checked and imported where it is, once."""
-    images = tmp_path / "images"
-    images.mkdir()
-    archive = b"an OCI archive of registry.k8s.io/pause:3.10.1"
-    (images / "pause.tar").write_bytes(archive)
-    (images / "sha256sum.txt").write_text(hashlib.sha256(archive).hexdigest() + "  pause.tar\n")
+    images = _images(tmp_path)
     importer = _fake_ctr(tmp_path)
     hostvars = {"containerd_airgap_images_dir": str(images), "containerd_airgap_images_on_node": True,
                 "containerd_airgap_node_dir": str(tmp_path / "node")}
@@ -229,11 +232,7 @@ def test_airgap_on_node_imports_from_the_nodes_directory_and_copies_nothing(tmp_
 
 @pytest.mark.parametrize("sums", ["0" * 64 + "  pause.tar\n", None])
 def test_airgap_on_node_archive_not_matching_or_without_sums_is_refused_before_any_import(tmp_path, sums):
-    images = tmp_path / "images"
-    images.mkdir()
-    (images / "pause.tar").write_bytes(b"an OCI archive of registry.k8s.io/pause:3.10.1")
-    if sums is not None:
-        (images / "sha256sum.txt").write_text(sums)
+    images = _images(tmp_path, sums)
     importer = _fake_ctr(tmp_path)
     hostvars = {"containerd_airgap_images_dir": str(images), "containerd_airgap_images_on_node": True,
                 "containerd_airgap_node_dir": str(tmp_path / "node")}
