@@ -9,11 +9,11 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 INVENTORY ?= inventory/lab
 # Molecule scenarios (molecule/README.md lists them). `make molecule SCENARIOS="a b"` runs the
 # named ones one after another with their output on the terminal.
-SCENARIOS ?= slurm_cluster slurm_cluster_trixie pool_rebalance health_gate k8s_render slurm_policy node_stack node_stack_trixie maintenance k8s_cluster
+SCENARIOS ?= slurm_cluster slurm_cluster_trixie pool_rebalance health_gate k8s_render slurm_policy node_stack node_stack_trixie k8s_cluster
 # Plain `make molecule` (and CI) runs these lanes at the same time, the scenarios of a lane in
 # order (comma-separated); a scenario in SCENARIOS that no lane names gets a lane of its own. k8s_cluster waits
 # for the Go build that `make test` starts first.
-LANES ?= slurm_cluster_trixie,node_stack_trixie slurm_cluster,node_stack pool_rebalance,maintenance slurm_policy health_gate k8s_render,k8s_cluster
+LANES ?= slurm_cluster_trixie,node_stack_trixie slurm_cluster,node_stack pool_rebalance slurm_policy health_gate k8s_render,k8s_cluster
 
 .PHONY: help venv lab lab-down site up k8s-bins lab-k8s lab-k8s-down lint unit molecule test clean
 

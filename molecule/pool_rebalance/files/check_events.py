@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check the order of events of the maintenance scenario from what the lab recorded.
+"""Check the order of events of the rolling maintenance (pool_rebalance's verify_maint.yml) from what the lab recorded.
 
 Reads the controller's sinfo samples (``<before>|<after>|<node>|<state>|<reason>``, one line per node per
 sample; ``before`` and ``after`` are the epoch times, with fractions, taken just before and just after the
