@@ -82,3 +82,21 @@ def test_namespace_is_applied_before_the_chart_and_helm_does_not_create_it():
     release = release["ansible.builtin.set_fact"]["gpu_operator_rendered"]
     assert "selectattr('kind', 'eq', 'Namespace')" in release["first"], "the labelled namespace goes first"
     assert release["chart"]["create_namespace"] is False
+
+
+def test_operator_default_runtime_the_pinned_chart_no_longer_reads_is_refused(k3s, tmp_path):
+    # Issue 33: the chart's templates stopped reading operator.defaultRuntime before v25.3.0 (the operator detects
+    # the runtime); the ClusterPolicy CRD at v26.7.0 marks the field deprecated and unused.
+    assert "defaultRuntime" not in k3s["values"]["operator"]
+    rc, out = render(tmp_path, gpu_operator_values={"operator": {"defaultRuntime": "containerd"}})
+    assert rc != 0, out
+    assert "operator: unknown field(s) defaultRuntime" in " ".join(out.split()), out
+
+
+def test_operator_keys_the_pinned_chart_reads_are_accepted(tmp_path):
+    operator = {"priorityClassName": "system-cluster-critical", "resources": {"limits": {"memory": "1Gi"}},
+                "logging": {"level": "debug"}, "imagePullSecrets": ["ngc"]}
+    rc, out = render(tmp_path, gpu_operator_values={"operator": operator})
+    assert rc == 0, out
+    values = yaml.safe_load((tmp_path / "gpu/values.yaml").read_text())
+    assert operator.items() <= values["operator"].items()

@@ -45,7 +45,7 @@ BEFORE = {
 # The values the roles render now.
 AFTER = {
     "gpu-operator": {**BEFORE["gpu-operator"],
-                     "operator": {"defaultRuntime": "containerd", "tolerations": SYSTEM_TOLERATIONS},
+                     "operator": {"tolerations": SYSTEM_TOLERATIONS},
                      "node-feature-discovery": {"master": {"tolerations": SYSTEM_TOLERATIONS},
                                                 "gc": {"tolerations": SYSTEM_TOLERATIONS},
                                                 "worker": {"tolerations": OPERAND_TOLERATIONS}}},
@@ -229,7 +229,7 @@ def test_an_empty_toleration_list_means_no_tolerations():
     # Helm replaces a list given in the values: `tolerations: []` drops the chart's default toleration,
     # and the chart renders no tolerations at all.
     values = {**AFTER, "gpu-operator": {**AFTER["gpu-operator"],
-                                        "operator": {"defaultRuntime": "containerd", "tolerations": []}}}
+                                        "operator": {"tolerations": []}}}
     errors = schedule_errors(values, nodes(system_taints=[KUBEADM_SERVER_TAINT]))
     assert ("gpu-operator/gpu-operator (Deployment) cannot land on a system node: taint "
             "node-role.kubernetes.io/control-plane=:NoSchedule is not tolerated by operator.tolerations" in errors)
@@ -257,7 +257,7 @@ def test_a_toleration_the_api_server_refuses_is_reported_invalid(toleration, rea
 def test_an_operator_the_api_server_refuses_runs_nowhere_and_labels_no_node():
     refused = [{**CONTROL_PLANE_EXISTS, "value": "true"}]
     values = {**AFTER, "gpu-operator": {**AFTER["gpu-operator"],
-                                        "operator": {"defaultRuntime": "containerd", "tolerations": refused}}}
+                                        "operator": {"tolerations": refused}}}
     errors = schedule_errors(values, nodes())
     assert any(e.startswith("gpu-operator/gpu-operator (Deployment) is refused by the API server") for e in errors)
     # No operator, no operand labels: the device plugin lands nowhere.
