@@ -1,5 +1,5 @@
-"""Filters for k3s: the secure agent join token built from the server CA and the agent token's password, and the
-add-on images an air-gapped site's registries.yaml mirrors leave uncovered."""
+"""Filters for k3s: the secure join token of an agent or a further server, built from the server CA and the token's
+password, and the add-on images an air-gapped site's registries.yaml mirrors leave uncovered."""
 
 import hashlib
 import re
@@ -7,9 +7,10 @@ import re
 from ansible.errors import AnsibleFilterError
 
 # k3s's secure ("full") token: K10<sha256 of the cluster CA>::<user>:<password> (pkg/clientaccess/token.go).
-# The agent token's user is always "node" (pkg/daemons/control/deps/deps.go, genUsers).
+# k3s keeps two users (pkg/daemons/control/deps/deps.go, genUsers): "node" holds the agent token's password,
+# "server" the server token's; a joining server authenticates as "server" (clientaccess.WithUser("server")).
 _PREFIX = "K10"
-_AGENT_USER = "node"
+_USERS = ("node", "server")
 _CERT_BEGIN = "-----BEGIN CERTIFICATE-----"
 
 
@@ -30,15 +31,18 @@ def k3s_ca_hash(ca_pem):
     return hashlib.sha256(ca_pem.encode("ascii")).hexdigest()
 
 
-def k3s_agent_token(password, ca_hash):
-    """The secure agent token K10<ca_hash>::node:<password>; never echoes the password in an error."""
+def k3s_join_token(password, ca_hash, user="node"):
+    """The secure join token K10<ca_hash>::<user>:<password>: user ``node`` for an agent (the agent token's
+    password), ``server`` for a server joining the cluster (the server token's). Never echoes the password."""
+    if user not in _USERS:
+        raise AnsibleFilterError(f"k3s_join_token: the user must be one of {', '.join(_USERS)}, not {user!r}")
     if not isinstance(ca_hash, str) or not re.fullmatch(r"[0-9a-f]{64}", ca_hash):
-        raise AnsibleFilterError("k3s_agent_token: the CA hash must be 64 lower-case hex digits")
+        raise AnsibleFilterError("k3s_join_token: the CA hash must be 64 lower-case hex digits")
     if not isinstance(password, str) or len(password) < 16 or ":" in password or any(c.isspace() for c in password):
         raise AnsibleFilterError(
-            "k3s_agent_token: the agent token's password must be at least 16 characters without ':' or spaces"
+            f"k3s_join_token: the {user} token's password must be at least 16 characters without ':' or spaces"
         )
-    return f"{_PREFIX}{ca_hash}::{_AGENT_USER}:{password}"
+    return f"{_PREFIX}{ca_hash}::{user}:{password}"
 
 
 def image_registry(image):
@@ -82,5 +86,5 @@ def k3s_unmirrored_images(images, registries):
 
 class FilterModule:
     def filters(self):
-        return {"k3s_ca_hash": k3s_ca_hash, "k3s_agent_token": k3s_agent_token,
+        return {"k3s_ca_hash": k3s_ca_hash, "k3s_join_token": k3s_join_token,
                 "k3s_unmirrored_images": k3s_unmirrored_images}

@@ -16,7 +16,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from k3s import k3s_agent_token, k3s_ca_hash  # filter_plugins/k3s.py
+from k3s import k3s_ca_hash, k3s_join_token  # filter_plugins/k3s.py
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLES = ROOT / "roles"
@@ -56,9 +56,24 @@ def test_ca_hash_refuses_a_bundle_k3s_would_hash_over_the_root_der():
 
 def test_agent_token_is_the_secure_k10_form_with_the_node_user():
     ca_hash = k3s_ca_hash(self_signed_ca_pem())
-    token = k3s_agent_token(PASSWORD, ca_hash)
-    assert token == f"K10{ca_hash}::node:{PASSWORD}"
+    token = k3s_join_token(PASSWORD, ca_hash)
+    assert token == f"K10{ca_hash}::node:{PASSWORD}" == k3s_join_token(PASSWORD, ca_hash, "node")
     assert re.fullmatch(r"K10[0-9a-f]{64}::node:[^:\s]{16,}", token)
+
+
+def test_server_join_token_is_the_secure_k10_form_with_the_server_user():
+    # Issue 33: servers after the first joined with the bare server token; k3s joins a server as user "server".
+    ca_hash = k3s_ca_hash(self_signed_ca_pem())
+    token = k3s_join_token(SERVER_PASSWORD, ca_hash, "server")
+    assert token == f"K10{ca_hash}::server:{SERVER_PASSWORD}"
+    assert re.fullmatch(r"K10[0-9a-f]{64}::server:[^:\s]{16,}", token)
+
+
+@pytest.mark.parametrize("user", ["admin", "", None, "Server"])
+def test_join_token_refuses_a_user_k3s_does_not_keep(user):
+    with pytest.raises(AnsibleFilterError, match="the user must be one of node, server") as err:
+        k3s_join_token(SERVER_PASSWORD, "0" * 64, user)
+    assert SERVER_PASSWORD not in str(err.value)
 
 
 @pytest.mark.parametrize(("password", "ca_hash"), [
@@ -67,7 +82,10 @@ def test_agent_token_is_the_secure_k10_form_with_the_node_user():
 ], ids=["short", "colon", "space", "hash-length", "hash-hex"])
 def test_agent_token_refuses_bad_input_without_echoing_the_password(password, ca_hash):
     with pytest.raises(AnsibleFilterError) as err:
-        k3s_agent_token(password, ca_hash)
+        k3s_join_token(password, ca_hash)
+    assert password not in str(err.value)
+    with pytest.raises(AnsibleFilterError) as err:
+        k3s_join_token(password, ca_hash, "server")
     assert password not in str(err.value)
 
 
@@ -203,3 +221,52 @@ def test_agent_stops_when_the_first_server_has_no_ca(tmp_path):
                        {"k3s_agent_token": PASSWORD, "k3s_agent_server_ca_file": str(tmp_path / "absent.crt")})
     assert rc != 0, out
     assert "fatal: [gpu01" in out and "absent.crt" in out, out
+
+
+def server_config(tmp, ca_pem, check=False, servers=("ctl1", "ctl2", "ctl3")):
+    """k3s_server's facts and config steps on every server (config directory under tmp/<host>), the first server's CA
+    at tmp/server-ca.crt unless ca_pem is None; the play ends before the restart handlers."""
+    if ca_pem is not None:
+        (tmp / "server-ca.crt").write_text(ca_pem)
+    steps = play("k8s_server", "k3s_server", "facts",
+                 [{"name": "Configure", "ansible.builtin.import_role": {"name": "k3s_server", "tasks_from": "config"}},
+                  {"name": "Stop before the restart handlers", "ansible.builtin.meta": "end_host"}])
+    site = {"k3s_server_token": SERVER_PASSWORD, "k3s_server_agent_token": PASSWORD,
+            "cluster_k8s_api_endpoint": "k8s-api.lab", "k3s_server_ca_file": str(tmp / "server-ca.crt"),
+            "k3s_server_config_dir": str(tmp) + "/{{ inventory_hostname }}"}
+    return run_play(tmp, [steps], list(servers), site, check=check)
+
+
+def test_servers_after_the_first_join_with_the_ca_pinned_server_token_in_0600_files(tmp_path):
+    pem = self_signed_ca_pem()
+    rc, out = server_config(tmp_path, pem)
+    assert rc == 0, out
+    pinned = f"K10{hashlib.sha256(pem.encode()).hexdigest()}::server:{SERVER_PASSWORD}\n"
+    tokens = {host: (tmp_path / host / "token").read_text() for host in ("ctl1", "ctl2", "ctl3")}
+    assert tokens == {"ctl1": SERVER_PASSWORD + "\n", "ctl2": pinned, "ctl3": pinned}
+    for host in ("ctl1", "ctl2", "ctl3"):
+        for name in ("token", "agent-token", "config.yaml"):
+            assert (tmp_path / host / name).stat().st_mode & 0o777 == 0o600, f"{host}: {name}"
+    assert SERVER_PASSWORD not in out and PASSWORD not in out, "the secrets never appear in the output"
+
+
+def test_a_joining_server_without_the_first_servers_ca_stops_naming_host_and_variable(tmp_path):
+    rc, out = server_config(tmp_path, None)
+    assert rc != 0, out
+    flat = " ".join(out.split())
+    assert f"ctl2: ctl1:{tmp_path}/server-ca.crt (k3s_server_ca_file) is missing" in flat, out
+    assert not (tmp_path / "ctl2" / "token").exists()
+    assert SERVER_PASSWORD not in out
+    # Under --check before the first server ran there is no CA yet: the run goes on and writes nothing.
+    rc, out = server_config(tmp_path, None, check=True)
+    assert rc == 0, out
+    assert not (tmp_path / "ctl2" / "token").exists() and SERVER_PASSWORD not in out
+
+
+@pytest.mark.parametrize("token", ["has:a-colon-in-the-middle", "has a space in the middle!"])
+def test_a_server_token_the_secure_form_cannot_carry_is_refused_without_echoing_it(tmp_path, token):
+    rc, out = run_play(tmp_path, [play("k8s_server", "k3s_server", "tokens")], ["ctl1"],
+                       {"k3s_server_token": token, "k3s_server_agent_token": PASSWORD})
+    assert rc != 0, out
+    assert "ctl1: k3s_server_token is required: the server token's password" in " ".join(out.split()), out
+    assert token not in out
