@@ -74,9 +74,10 @@ def k8s_leave_node_patch(node_name, label_key, admitted_label="node-restriction.
 
 
 def k8s_node_names(hosts, hostvars, var="cluster_k8s_node_name"):
-    """``{host: Node name}``: host variable ``var`` when set, else the gathered kernel hostname (what k3s and the
-    kubelet register), else the inventory name; lowercased. ``node_names`` refuses a name that is no DNS
-    subdomain, a reported hostname that is another inventory host's, and two hosts mapping to one Node."""
+    """``{host: Node name}``: host variable ``var`` when set, else the inventory name; lowercased. The gathered
+    kernel hostname (``ansible_facts.nodename``, where known) is only a cross-check: ``node_names`` refuses a name
+    that is no DNS subdomain, an inventory-named host whose hostname differs, a hostname that is another
+    inventory host's, and two hosts mapping to one Node."""
     known = set(hostvars)
     explicit, reported = {}, {}
     for host in hosts:

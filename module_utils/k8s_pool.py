@@ -226,51 +226,65 @@ def _short(name):
 
 
 def node_names(hosts, explicit=None, reported=None, inventory=(), var="cluster_k8s_node_name"):
-    """``{host: Node name}`` for ``hosts``, checked as a whole: ``explicit`` (``var``, which must equal the agent's
-    ``node-name`` when that is set), else the kernel hostname (what k3s and the kubelet register, an FQDN where
-    the hostname is one), else the inventory name; lowercased, as the kubelet does.
+    """``{host: Node name}`` for ``hosts``, checked as a whole. The inventory is the one source of the name:
+    ``explicit`` (``var``, which must equal the agent's ``node-name`` when that is set), else the inventory name;
+    lowercased, as the kubelet does.
 
     ``explicit``: host -> ``var`` (set by the admin); ``reported``: host -> the kernel hostname the node
-    reported about itself (``ansible_facts.nodename``); ``inventory``: every inventory host name.
+    reported about itself (``ansible_facts.nodename``, what k3s and the kubelet register when no ``node-name``
+    is configured); ``inventory``: every inventory host name. The reported hostname never names a Node: it is
+    a cross-check, applied only where it is known (a fresh host has no facts yet).
 
     Work at risk: the map picks the Node a run drains, cordons, uncordons and lifts the gate-failed taint
-    from, and a node's reported hostname can name another node's Node (a cloned image keeps its hostname;
-    a node can lie). Refused (ValueError naming the host and the field) before any Node is touched: a
-    name that is no DNS subdomain; a reported name whose first label is another inventory host's; two
-    hosts whose names share a first label (a short name finds its FQDN Node too), naming both hosts.
+    from, and a node's hostname can differ from the name it is known by (a cloned image keeps its hostname; a
+    node can lie). Refused (ValueError naming each host, the field and the values) before any Node is touched:
+    a name that is no DNS subdomain; a host named by its inventory name whose reported hostname differs from
+    it (its kubelet registered another Node, set ``var``); a reported hostname whose first label is another
+    inventory host's, also where ``var`` is set; two hosts whose names share a first label (a short name finds
+    its FQDN Node too), naming both hosts. Every refusal of the run is reported at once.
     """
     explicit, reported = explicit or {}, reported or {}
     others = {_short(h): h for h in inventory}
-    out, where, by_short = {}, {}, {}
+    out, where, by_short, errors = {}, {}, {}, []
     for host in hosts:
         if host in out:
             continue
-        chosen = None
-        for field, value in ((var, explicit.get(host)), (REPORTED_FIELD, reported.get(host)),
-                             ("inventory name", host)):
-            if value is not None and str(value).strip():
-                chosen = field, str(value).strip().lower()
-                break
-        if chosen is None:
-            raise ValueError(f"{host}: {var}: k8s node: no host name")
-        field, name = chosen
+        value = explicit.get(host)
+        if value is not None and str(value).strip():
+            field, name = var, str(value).strip().lower()
+        elif str(host).strip():
+            field, name = "inventory name", str(host).strip().lower()
+        else:
+            raise ValueError(f"{host!r}: {var}: k8s node: no host name")
         if len(name) > 253 or _DNS_SUBDOMAIN.fullmatch(name) is None:
-            raise ValueError(f"{host}: {field} {name!r} is no Kubernetes Node name (a lower-case DNS subdomain "
-                             f"of at most 253 characters); the host is refused, no Node is touched")
-        owner = others.get(_short(name))
-        if field == REPORTED_FIELD and owner is not None and _short(owner) != _short(host):
-            raise ValueError(f"{host}: {field} {name!r} is the name of inventory host {owner}, not of {host}; "
-                             f"the host is refused, no Node is touched (fix its hostname or set {var})")
+            errors.append(f"{host}: {field} {name!r} is no Kubernetes Node name (a lower-case DNS subdomain of at "
+                          f"most 253 characters); the host is refused, no Node is touched")
+            continue
+        seen = reported.get(host)
+        seen = str(seen).strip() if seen is not None and str(seen).strip() else None
+        owner = others.get(_short(seen)) if seen is not None else None
+        if seen is not None and owner is not None and _short(owner) != _short(host):
+            errors.append(f"{host}: {REPORTED_FIELD} {seen!r} is the name of inventory host {owner}, not of {host}; "
+                          f"the host is refused, no Node is touched (fix its hostname)")
+            continue
+        if seen is not None and field != var and seen.lower() != name:
+            errors.append(f"{host}: {REPORTED_FIELD} {seen!r} (the hostname k3s and the kubelet register) differs "
+                          f"from its Node name {name!r} (the inventory name; {var} is not set); the host is "
+                          f"refused, no Node is touched (fix the hostname, or set {var} to the name its agent "
+                          f"registers)")
+            continue
         other = by_short.get(_short(name))
         if other is not None:
             where[host] = (field, name)
             first, second = sorted((other, host))
-            raise ValueError(f"{first} and {second} both map to Kubernetes Node name {_short(name)!r} "
-                             f"({first}: {where[first][0]} {where[first][1]!r}; {second}: {where[second][0]} "
-                             f"{where[second][1]!r}); both hosts are refused, no Node is touched (cloned "
-                             f"hostnames? fix them or set {var})")
+            errors.append(f"{first} and {second} both map to Kubernetes Node name {_short(name)!r} "
+                          f"({first}: {where[first][0]} {where[first][1]!r}; {second}: {where[second][0]} "
+                          f"{where[second][1]!r}); both hosts are refused, no Node is touched (fix {var})")
+            continue
         by_short[_short(name)] = host
         out[host], where[host] = name, (field, name)
+    if errors:
+        raise ValueError("; ".join(errors))
     return out
 
 

@@ -41,14 +41,48 @@ def test_pass_with_the_count_but_no_validator_stays_held():
     assert errors == ["gpu01: no GPU Operator validator pod on the node"]
 
 
-def test_node_names_prefer_the_variable_then_the_registered_hostname_then_the_inventory_name():
+def test_node_names_come_from_the_inventory_the_variable_then_the_inventory_name_never_the_hostname():
+    # issue 33: one source of the Node name, the inventory; gpu02's FQDN hostname does not rename its Node
     from k8s import k8s_node_names
 
-    hostvars = {"gpu01": {"cluster_k8s_node_name": "GPU01.lab.example"},
-                "gpu02": {"ansible_facts": {"nodename": "gpu02.lab.example", "hostname": "gpu02"}},
+    hostvars = {"gpu01": {"cluster_k8s_node_name": "GPU01.lab.example",
+                          "ansible_facts": {"nodename": "gpu01", "hostname": "gpu01"}},
+                "gpu02": {"ansible_facts": {"nodename": "gpu02", "hostname": "gpu02"},
+                          "cluster_k8s_node_name": "gpu02.lab.example"},
                 "GPU03": {}}
     assert k8s_node_names(["gpu01", "gpu02", "GPU03", "model"], hostvars) == {
         "gpu01": "gpu01.lab.example", "gpu02": "gpu02.lab.example", "GPU03": "gpu03", "model": "model"}
+
+
+def test_a_hostname_that_differs_from_the_inventory_name_fails_the_run_naming_host_variable_and_both_values():
+    from k8s import k8s_node_names
+
+    hostvars = {"gpu01": {"ansible_facts": {"nodename": "gpu01"}},
+                "gpu02": {"ansible_facts": {"nodename": "gpu02.lab.example"}}}
+    with pytest.raises(AnsibleFilterError) as err:
+        k8s_node_names(["gpu01", "gpu02"], hostvars)
+    assert ("gpu02: ansible_facts.nodename 'gpu02.lab.example' (the hostname k3s and the kubelet register) "
+            "differs from its Node name 'gpu02' (the inventory name; cluster_k8s_node_name is not set)"
+            ) in str(err.value)
+    assert "gpu01:" not in str(err.value)
+
+
+def test_the_hostname_cross_check_applies_only_where_the_fact_is_known():
+    # a fresh host (no facts gathered yet) is named by the inventory alone
+    from k8s import k8s_node_names
+
+    assert k8s_node_names(["gpu01", "gpu02"], {"gpu01": {}, "gpu02": {"ansible_facts": {}}}) == {
+        "gpu01": "gpu01", "gpu02": "gpu02"}
+
+
+def test_two_hosts_whose_variable_names_one_node_are_refused_naming_both_hosts():
+    from k8s import k8s_node_names
+
+    hostvars = {"gpu01": {"cluster_k8s_node_name": "node-a"}, "gpu02": {"cluster_k8s_node_name": "node-a.lab"}}
+    with pytest.raises(AnsibleFilterError, match=r"gpu01 and gpu02 both map to Kubernetes Node name 'node-a' "
+                                                 r"\(gpu01: cluster_k8s_node_name 'node-a'; "
+                                                 r"gpu02: cluster_k8s_node_name 'node-a.lab'\)"):
+        k8s_node_names(["gpu01", "gpu02"], hostvars)
 
 
 def test_a_node_registered_under_its_fqdn_is_found_from_the_short_inventory_name_unless_ambiguous():
@@ -64,7 +98,8 @@ def test_two_hosts_reporting_one_hostname_are_refused_naming_both_hosts():
 
     hostvars = {"gpu01": {"ansible_facts": {"nodename": "ubuntu-2204"}},
                 "gpu02": {"ansible_facts": {"nodename": "ubuntu-2204"}}}
-    with pytest.raises(AnsibleFilterError, match=r"gpu01 and gpu02 .*ubuntu-2204.*ansible_facts.nodename"):
+    with pytest.raises(AnsibleFilterError, match=r"gpu01: ansible_facts.nodename 'ubuntu-2204' .*"
+                                                 r"gpu02: ansible_facts.nodename 'ubuntu-2204'"):
         k8s_node_names(["gpu01", "gpu02"], hostvars)
 
 
@@ -108,3 +143,66 @@ def test_any_mix_of_reported_hostnames_never_maps_a_host_to_another_hosts_node(r
     shorts = [names[h].split(".")[0] for h in hosts]
     assert len(set(shorts)) == len(hosts), names
     assert all(s == h or s not in hosts for h, s in zip(hosts, shorts, strict=True)), names
+
+
+def test_a_host_whose_variable_is_set_but_whose_hostname_is_another_hosts_is_refused():
+    from k8s import k8s_node_names
+
+    hostvars = {"gpu01": {}, "gpu02": {"cluster_k8s_node_name": "gpu02", "ansible_facts": {"nodename": "gpu01"}}}
+    with pytest.raises(AnsibleFilterError,
+                       match=r"gpu02: ansible_facts.nodename 'gpu01' is the name of inventory host gpu01"):
+        k8s_node_names(["gpu02"], hostvars)
+
+
+def _node_tasks(path):
+    """Every kubernetes.core task of a role file (blocks walked) with the Node name(s) it passes."""
+    import yaml
+
+    def walk(items):
+        for task in items or []:
+            yield from walk(task.get("block"))
+            yield from walk(task.get("rescue"))
+            yield from walk(task.get("always"))
+            for key, args in task.items():
+                if not key.startswith("kubernetes.core.") or not isinstance(args, dict):
+                    continue
+                names = []
+                if key.endswith(("k8s_drain", "k8s_taint")) or args.get("kind") == "Node":
+                    names.append(args.get("name"))
+                names += [s for s in args.get("field_selectors") or [] if "spec.nodeName" in s]
+                definition = args.get("definition") or {}
+                if isinstance(definition, dict) and definition.get("kind") == "Node":
+                    names.append((definition.get("metadata") or {}).get("name"))
+                yield task.get("name"), [str(n) for n in names if n is not None]
+
+    return list(walk(yaml.safe_load(path.read_text())))
+
+
+HOSTNAME_WORDS = ("ansible_facts", "ansible_hostname", "ansible_nodename")
+
+
+def test_every_role_names_a_node_through_the_inventory_mapping_never_the_bare_host_or_its_hostname():
+    # issue 33: one source of the Node name; health_gate used inventory_hostname, the k3s agent upgrade the hostname
+    import pathlib
+
+    import yaml
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    files = sorted(root.glob("roles/*/tasks/*.yml")) + sorted(root.glob("roles/*/handlers/*.yml"))
+    wrong = []
+    for path in files:
+        for task, names in _node_tasks(path):
+            wrong += [f"{path.relative_to(root)}: {task}: {name}" for name in names
+                      if any(word in name for word in HOSTNAME_WORDS)
+                      or ("inventory_hostname" in name and "node_name" not in name)]
+        text = path.read_text()
+        for line in text.splitlines():
+            key = line.strip().split(":", 1)[0]
+            if key.endswith("node_name") and any(word in line for word in HOSTNAME_WORDS):
+                wrong.append(f"{path.relative_to(root)}: {line.strip()}")
+    for path in sorted(root.glob("roles/*/defaults/main.yml")):
+        for key, value in (yaml.safe_load(path.read_text()) or {}).items():
+            named = key.endswith(("k8s_node_name", "k8s_node_names", "agent_node_name"))
+            if named and "k8s_node_names(" not in str(value):
+                wrong.append(f"{path.relative_to(root)}: {key}: {value}")
+    assert not wrong, "\n".join(wrong)
