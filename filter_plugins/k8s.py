@@ -1,4 +1,5 @@
-"""Filters for the Kubernetes pool: GPU totals, ClusterQueue quota, taints, node admission, nulls, kubeconfig."""
+"""Filters for the Kubernetes pool: GPU totals, ClusterQueue and allocatable quotas, taints, node admission, nulls,
+kubeconfig."""
 
 import os
 
@@ -13,11 +14,13 @@ from ansible.module_utils.filter_errors import as_filter
 from ansible.module_utils.k8s_distribution import admin_kubeconfig, agent_service, server_ca
 from ansible.module_utils.k8s_pool import (
     clusterqueue_gpu_quota,
+    excluded_resources,
     gpu_admission_errors,
     leave_labels,
     merge_taints,
     node_names,
     pool_admissions,
+    pool_allocatable_quota,
     pool_gpu_total,
 )
 from ansible.module_utils.k8s_schema import drop_nulls
@@ -35,6 +38,15 @@ def k8s_pool_gpu_total(nodes, hostvars, count_var):
         return pool_gpu_total(list(nodes), counts)
     except ValueError as exc:
         raise AnsibleFilterError(f"{count_var}: {exc}") from exc
+
+
+def k8s_pool_allocatable_quota(nodes, allocatable, resources=("cpu", "memory")):
+    """``{resource: quantity}`` summed over the allocatable of ``nodes`` (``{node: status.allocatable}``); fails
+    naming the node and the resource where one is missing or no Kubernetes quantity."""
+    try:
+        return pool_allocatable_quota(list(nodes), dict(allocatable or {}), list(resources))
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
 
 
 def k8s_clusterqueue_gpu_quota(docs, resource="nvidia.com/gpu", name=None):
@@ -122,6 +134,9 @@ class FilterModule:
         return {
             "k8s_pool_gpu_total": k8s_pool_gpu_total,
             "k8s_clusterqueue_gpu_quota": k8s_clusterqueue_gpu_quota,
+            "k8s_pool_allocatable_quota": k8s_pool_allocatable_quota,
+            # The resources a Kueue excludeResourcePrefixes list would make Kueue ignore.
+            "k8s_excluded_resources": as_filter(excluded_resources, ValueError, prefix=False),
             "k8s_merge_taints": k8s_merge_taints,
             "k8s_pool_admissions": k8s_pool_admissions,
             "k8s_gpu_admission_errors": k8s_gpu_admission_errors,

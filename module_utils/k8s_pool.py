@@ -1,6 +1,7 @@
 """Pure helpers of the Kubernetes pool: GPU quota, node labels/taints and admission from the live state."""
 
 import re
+from fractions import Fraction
 
 from ansible.module_utils.fabric import LEVELS
 from ansible.module_utils.fabric import label_key as fabric_label_key
@@ -28,6 +29,70 @@ def pool_gpu_total(nodes, gpu_counts):
     if missing:
         raise ValueError(f"no GPU count for node(s) {', '.join(sorted(missing))}")
     return sum(parse_gpu_quantity(gpu_counts[node]) for node in nodes)
+
+
+# A Kubernetes quantity (k8s.io/apimachinery resource.Quantity): a number, then a binary-SI suffix, a decimal-SI
+# suffix or a decimal exponent ("7500m", "31Gi", "32847812Ki", "1e3").
+_K8S_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+
+
+def parse_quantity(value):
+    """A non-negative Kubernetes quantity as an exact Fraction ("7500m" -> 15/2, "31Gi", 8); anything else
+    (a sign, a unit Kubernetes does not know, a bool, an empty value) is a ValueError."""
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"quantity {value!r} is no Kubernetes quantity")
+    text = str(value).strip()
+    match = _K8S_QUANTITY.match(text)
+    if not match:
+        raise ValueError(f"quantity {value!r} is no Kubernetes quantity")
+    number, suffix = Fraction(match.group(1)), match.group(2) or ""
+    if suffix in _BINARY:
+        return number * 1024 ** _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return number * Fraction(10) ** _DECIMAL[suffix]
+    return number * Fraction(10) ** int(suffix[1:])
+
+
+def format_quantity(value):
+    """A quantity Kubernetes reads back exactly: a whole number as digits ("64", "68719476736"), else millis
+    ("7500m"); a remainder below a milli is dropped (a quota is never rounded up)."""
+    value = Fraction(value)
+    if value.denominator == 1:
+        return str(value.numerator)
+    millis = value * 1000
+    return f"{millis.numerator // millis.denominator}m"
+
+
+def pool_allocatable_quota(nodes, allocatable, resources):
+    """``{resource: quantity}``: for each of ``resources``, the sum of the allocatable amounts of ``nodes``
+    (``allocatable``: node -> its Node's ``status.allocatable``); every resource is ``"0"`` when ``nodes`` is empty.
+
+    Work at risk: the ClusterQueue admits workloads up to this quota. Fail closed: a node without allocatable, or
+    without one of ``resources``, or with an amount that is no Kubernetes quantity, is a ValueError naming the node
+    and the resource, never a guess.
+    """
+    totals = {resource: Fraction(0) for resource in resources}
+    for node in nodes:
+        amounts = (allocatable or {}).get(node)
+        if not isinstance(amounts, dict):
+            raise ValueError(f"{node}: no allocatable resources read for the node")
+        for resource in resources:
+            if amounts.get(resource) is None:
+                raise ValueError(f"{node}: allocatable {resource} is not reported")
+            try:
+                totals[resource] += parse_quantity(amounts[resource])
+            except ValueError as exc:
+                raise ValueError(f"{node}: allocatable {resource}: {exc}") from exc
+    return {resource: format_quantity(total) for resource, total in totals.items()}
+
+
+def excluded_resources(resources, prefixes):
+    """The resources of ``resources`` (sorted, once each) whose name starts with one of ``prefixes``: those Kueue
+    ignores under ``resources.excludeResourcePrefixes`` (a plain prefix match, as Kueue's)."""
+    prefixes = [str(p) for p in prefixes or [] if str(p)]
+    return sorted({str(r) for r in resources or [] if any(str(r).startswith(p) for p in prefixes)})
 
 
 def clusterqueue_gpu_quota(docs, resource=GPU_RESOURCE, name=None):
@@ -307,8 +372,9 @@ def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=No
     ``node_objs``: Node objects (a ``k8s_info`` result's ``resources``); ``gpu_counts``: host -> GPU count;
     ``verdicts``: host -> this run's gate verdict; ``node_names``: host -> Node name where they differ (a Node
     registered under the FQDN of a short name, or the reverse, is found too when it is the only one).
-    Returns ``{"nodes": {host: {name, taints, **admission}}, "unregistered": [host, ...]}``; ``taints`` are
-    the node's live taints, for the merge that keeps their order (no patch when nothing changes).
+    Returns ``{"nodes": {host: {name, taints, **admission}}, "unregistered": [host, ...], "allocatable":
+    {host: status.allocatable}}``; ``taints`` are the node's live taints, for the merge that keeps their order (no
+    patch when nothing changes); ``allocatable`` is each registered node's, for the quota of what is admitted.
 
     Work at risk: an admission lifts the hold and the gate-failed taint (never a cordon); two hosts that
     resolve to one Node (a map entry naming another host's Node, or a short name finding its FQDN) would
@@ -321,7 +387,7 @@ def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=No
         name = ((obj or {}).get("metadata") or {}).get("name")
         if name:
             by_name[name] = obj
-    out, unregistered, claimed = {}, [], {}
+    out, unregistered, claimed, allocatable = {}, [], {}, {}
     for host in sorted(hosts):
         obj = _registered(node_names.get(host, host), by_name)
         if obj is None:
@@ -338,4 +404,5 @@ def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=No
         except ValueError as exc:
             raise ValueError(f"{host}: {exc}") from exc
         out[host] = {"name": name, "taints": ((obj.get("spec") or {}).get("taints")) or [], **state}
-    return {"nodes": out, "unregistered": unregistered}
+        allocatable[host] = dict(((obj.get("status") or {}).get("allocatable")) or {})
+    return {"nodes": out, "unregistered": unregistered, "allocatable": allocatable}

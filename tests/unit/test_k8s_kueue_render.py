@@ -1,5 +1,6 @@
 """Who queues and who gangs: Kueue's ClusterQueue holds the one GPU quota, counted over the admitted nodes only
-(none admitted: 0), with waitForPodsReady and opt-in namespaces; Volcano queues carrying a GPU amount are refused.
+(none admitted: 0), cpu and memory quotas summed over their allocatable, rdma/* excluded, with waitForPodsReady and
+opt-in namespaces; Volcano queues carrying a GPU amount are refused.
 Kueue 0.19.2 Configuration fields (config.kueue.x-k8s.io/v1beta2) as read in apis/config/v1beta2."""
 
 import os
@@ -38,14 +39,21 @@ def rendered(tmp_path):
     return docs, yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
 
 
-def gpu_quota(docs):
+def quotas(docs):
     queue = next(d for d in docs if d["kind"] == "ClusterQueue")
-    res = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
-    return next(r["nominalQuota"] for r in res if r["name"] == "nvidia.com/gpu")
+    group = queue["spec"]["resourceGroups"][0]
+    res = group["flavors"][0]["resources"]
+    assert group["coveredResources"] == [r["name"] for r in res]
+    return {r["name"]: r["nominalQuota"] for r in res}
+
+
+def gpu_quota(docs):
+    return quotas(docs)["nvidia.com/gpu"]
 
 
 def test_quota_counts_only_the_admitted_nodes_and_the_topology_every_pool_node(tmp_path):
     result = run_role(tmp_path, "kueue", kueue_pool_nodes=["gpu01", "gpu03"],
+                      kueue_pool_allocatable={h: {"cpu": "8", "memory": "31Gi"} for h in ("gpu01", "gpu03")},
                       kueue_local_queues=[{"name": "default", "namespace": "team-a"}])
     assert result.returncode == 0, result.stdout + result.stderr
     docs, config = rendered(tmp_path)
@@ -63,6 +71,48 @@ def test_nothing_admitted_yet_renders_a_zero_quota_instead_of_failing(tmp_path):
     docs, _ = rendered(tmp_path)
     assert gpu_quota(docs) == 0
     assert any(d["kind"] == "Topology" for d in docs)
+
+
+def test_nothing_admitted_gives_zero_cpu_and_memory_quota_and_rdma_is_excluded(tmp_path):
+    # issue 33: the cpu/memory quotas were constants (1024 cpus, 8Ti) whatever was admitted, and a pod asking for
+    # rdma/* was inadmissible (no excludeResourcePrefixes)
+    result = run_role(tmp_path, "kueue")
+    assert result.returncode == 0, result.stdout + result.stderr
+    docs, config = rendered(tmp_path)
+    assert quotas(docs) == {"nvidia.com/gpu": 0, "cpu": "0", "memory": "0"}
+    assert config["resources"] == {"excludeResourcePrefixes": ["rdma/"]}
+
+
+def test_two_admitted_nodes_give_the_sum_of_their_allocatable_cpu_and_memory(tmp_path):
+    allocatable = {"gpu01": {"cpu": "7500m", "memory": "31Gi", "nvidia.com/gpu": "2", "rdma/ib": "1k"},
+                   "gpu03": {"cpu": "8", "memory": "32847812Ki", "nvidia.com/gpu": "2"},
+                   "gpu02": {"cpu": "64", "memory": "1Ti"}}
+    result = run_role(tmp_path, "kueue", kueue_pool_nodes=["gpu01", "gpu03"], kueue_pool_allocatable=allocatable)
+    assert result.returncode == 0, result.stdout + result.stderr
+    docs, _ = rendered(tmp_path)
+    # 7.5 + 8 cpus; 31 GiB + 32847812 KiB in bytes; gpu02 is not admitted
+    assert quotas(docs) == {"nvidia.com/gpu": 4, "cpu": "15500m", "memory": str(31 * 2**30 + 32847812 * 1024)}
+
+
+def test_an_operator_quota_overrides_the_computed_one_and_no_exclusion_may_hide_a_covered_resource(tmp_path):
+    result = run_role(tmp_path, "kueue", kueue_pool_nodes=["gpu01"], kueue_other_quotas={"memory": "2Ti"},
+                      kueue_pool_allocatable={"gpu01": {"cpu": "16"}})
+    assert result.returncode == 0, result.stdout + result.stderr
+    docs, _ = rendered(tmp_path)
+    assert quotas(docs) == {"nvidia.com/gpu": 2, "cpu": "16", "memory": "2Ti"}
+    result = run_role(tmp_path, "kueue", kueue_exclude_resource_prefixes=["rdma/", "nvidia.com/"])
+    assert result.returncode != 0 and "would make Kueue ignore nvidia.com/gpu" in result.stdout, result.stdout
+
+
+def test_an_admitted_node_whose_allocatable_is_missing_or_unreadable_fails_naming_the_node(tmp_path):
+    result = run_role(tmp_path, "kueue", kueue_pool_nodes=["gpu01", "gpu03"],
+                      kueue_pool_allocatable={"gpu01": {"cpu": "8", "memory": "31Gi"},
+                                              "gpu03": {"cpu": "8", "memory": "31 GiB"}})
+    assert result.returncode != 0 and "gpu03: allocatable memory: quantity '31 GiB' is no Kubernetes quantity" \
+        in result.stdout, result.stdout
+    result = run_role(tmp_path, "kueue", kueue_pool_nodes=["gpu01"])
+    assert result.returncode != 0 and "gpu01: no allocatable resources read for the node" in result.stdout, \
+        result.stdout
 
 
 def test_an_admitted_node_outside_the_pool_or_a_bad_timeout_is_refused(tmp_path):

@@ -1,19 +1,27 @@
 """Pool wiring: GPU totals, ClusterQueue quota that must follow the pool, taints, node state."""
 
+from fractions import Fraction
+
 import pytest
 from ansible.module_utils.k8s_pool import (
     clusterqueue_gpu_quota,
+    excluded_resources,
     fabric_label_keys,
+    format_quantity,
     gpu_admission_errors,
     leave_labels,
     merge_taints,
     node_admission,
     parse_gpu_quantity,
+    parse_quantity,
     pod_ready,
     pool_admissions,
+    pool_allocatable_quota,
     pool_gpu_total,
     quota_errors,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 HOLD = {"key": "gpufleet.io/hold", "value": "gate", "effect": "NoSchedule"}
 # The admission record: a node-restriction.kubernetes.io/ label, which a node's kubelet cannot set.
@@ -29,6 +37,57 @@ def cq(quotas, name="gpu"):
                         for i, q in enumerate(quotas)],
         }]},
     }
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("7500m", Fraction(15, 2)), ("8", 8), (64, 64), ("31Gi", 31 * 2**30), ("32847812Ki", 32847812 * 1024),
+    ("1.5G", 1_500_000_000), ("1e3", 1000), ("1E3", 1000), ("2E", 2 * 10**18), ("500u", Fraction(1, 2000)),
+    ("0.5", Fraction(1, 2)), (".5Mi", 2**19),
+])
+def test_parse_quantity_reads_kubernetes_quantities_exactly(text, value):
+    assert parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["31 GiB", "31GB", "-1", "1.2.3", "", "Gi", "1KI", True, None, "0x10"])
+def test_parse_quantity_refuses_what_is_no_kubernetes_quantity(text):
+    with pytest.raises(ValueError, match="no Kubernetes quantity"):
+        parse_quantity(text)
+
+
+def test_format_quantity_gives_digits_or_millis_and_never_rounds_up():
+    assert [format_quantity(v) for v in (0, 16, Fraction(31, 2), Fraction(1, 3))] == ["0", "16", "15500m", "333m"]
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(["m", "", "Ki", "Mi", "Gi", "k"])), max_size=6))
+def test_the_allocatable_quota_is_the_exact_sum_of_the_nodes(amounts):
+    nodes = [f"gpu{i:02d}" for i in range(len(amounts))]
+    allocatable = {n: {"cpu": f"{a}{u}"} for n, (a, u) in zip(nodes, amounts, strict=True)}
+    total = sum((parse_quantity(v["cpu"]) for v in allocatable.values()), Fraction(0))
+    quota = pool_allocatable_quota(nodes, allocatable, ["cpu"])["cpu"]
+    assert parse_quantity(quota) <= total < parse_quantity(quota) + Fraction(1, 1000)
+
+
+def test_the_allocatable_quota_is_zero_without_nodes_and_names_a_node_it_cannot_read():
+    assert pool_allocatable_quota([], {}, ["cpu", "memory"]) == {"cpu": "0", "memory": "0"}
+    with pytest.raises(ValueError, match="gpu02: allocatable memory is not reported"):
+        pool_allocatable_quota(["gpu01", "gpu02"], {"gpu01": {"cpu": "1", "memory": "1Gi"}, "gpu02": {"cpu": "1"}},
+                               ["cpu", "memory"])
+    with pytest.raises(ValueError, match="gpu01: allocatable cpu: quantity '7,5' is no Kubernetes quantity"):
+        pool_allocatable_quota(["gpu01"], {"gpu01": {"cpu": "7,5"}}, ["cpu"])
+
+
+def test_excluded_resources_are_those_a_prefix_matches():
+    covered = ["nvidia.com/gpu", "cpu", "memory", "rdma/ib"]
+    assert excluded_resources(covered, ["rdma/"]) == ["rdma/ib"]
+    assert excluded_resources(covered, ["nvidia.com/", "", "mem"]) == ["memory", "nvidia.com/gpu"]
+    assert excluded_resources(covered, []) == []
+
+
+def test_pool_admissions_reports_each_registered_nodes_allocatable():
+    live = [node("gpu01", admitted=True, taints=(POOL,), unschedulable=False)]
+    live[0]["status"]["allocatable"].update({"cpu": "7500m", "memory": "31Gi"})
+    out = pool_admissions(["gpu01", "gpu09"], live, {}, [], {}, {}, **KW)
+    assert out["allocatable"] == {"gpu01": {"nvidia.com/gpu": "2", "cpu": "7500m", "memory": "31Gi"}}
 
 
 def test_pool_gpu_total_sums_admitted_nodes():
