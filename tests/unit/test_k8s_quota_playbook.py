@@ -1,0 +1,86 @@
+"""k8s_quota.yml refreshes Kueue's quota on the first server also in a run limited to GPU nodes (issue 33:
+`gate.yml --limit gpu07` never updated the quota, because its play targeted k8s_server[0], which the limit excludes).
+
+`--limit` filters the hosts of every play, so the quota play holds the servers and the GPU nodes, and its first host
+runs the roles once, delegated to the first server, with the first server's settings of those roles."""
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
+ENV = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="false")
+
+
+def last_play_hosts(out):
+    """Name and hosts of the last play `--list-hosts` lists (gate.yml's last play is k8s_quota.yml's)."""
+    block = re.split(r"\n\s*play #\d+ ", out)[-1]
+    name = block.split("): ", 1)[1].split("\t", 1)[0]
+    return name, sorted(line.strip() for line in block.split("hosts (", 1)[1].splitlines()[1:] if line.strip())
+
+
+def test_gate_limited_to_one_gpu_node_still_has_a_host_that_refreshes_the_quota():
+    result = subprocess.run([PLAYBOOK, "-i", "inventory/example", "playbooks/gate.yml", "--list-hosts",
+                             "--limit", "gpu07"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    name, hosts = last_play_hosts(result.stdout)
+    assert name.startswith("Recompute Kueue's"), result.stdout
+    assert hosts == ["gpu07"], result.stdout
+
+
+def run_quota(tmp_path, *limit):
+    out = tmp_path / "out"
+    inventory = {"all": {
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+        "children": {
+            # the server's own setting of a quota role: a limited run must still render it
+            "k8s_server": {"hosts": {"k8s1": {}}, "vars": {"kueue_local_queues": [{"name": "default",
+                                                                                   "namespace": "team-a"}]}},
+            "gpu_nodes": {"hosts": {"gpu01": {"cluster_gpu_count": 2}, "gpu07": {"cluster_gpu_count": 2}}},
+            "k8s_agent": {"hosts": {"gpu01": {}, "gpu07": {}}},
+        }}}
+    admitted = {"node-restriction.kubernetes.io/gpufleet-admitted": "true"}
+    extra = {
+        "ansible_become": False, "k8s_pool_labels_apply": False, "kueue_apply": False,
+        "k8s_pool_labels_manifest_dir": str(out / "labels"), "kueue_manifest_dir": str(out / "kueue"),
+        "k8s_pool_labels_model": {"validator_pods": [], "nodes": [
+            {"metadata": {"name": name, "labels": admitted}, "spec": {"taints": []},
+             "status": {"allocatable": {"nvidia.com/gpu": "2", "cpu": "8", "memory": "32Gi"}}}
+            for name in ("gpu01", "gpu07")]},
+    }
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "extra.yml").write_text(yaml.safe_dump(extra))
+    args = [PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), "playbooks/k8s_quota.yml", "-e", f"@{tmp_path / 'extra.yml'}"]
+    result = subprocess.run(args + (["--limit", ",".join(limit)] if limit else []), cwd=ROOT, env=ENV,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    resources = out / "kueue" / "resources.yaml"
+    assert resources.is_file(), f"no Kueue render: the quota play did not run\n{result.stdout[-6000:]}"
+    docs = [d for d in yaml.safe_load_all(resources.read_text()) if d]
+    return result.stdout, docs
+
+
+def quotas(docs):
+    queue = next(d for d in docs if d["kind"] == "ClusterQueue")
+    return {r["name"]: r["nominalQuota"] for r in queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
+
+
+def test_a_run_limited_to_a_gpu_node_refreshes_the_quota_on_the_first_server_with_its_settings(tmp_path):
+    out, docs = run_quota(tmp_path, "gpu07")
+    # every admitted node counts, not only the limited one
+    assert quotas(docs) == {"nvidia.com/gpu": 4, "cpu": "16", "memory": str(64 * 2**30)}
+    assert [d["metadata"] for d in docs if d["kind"] == "LocalQueue"] == [{"name": "default", "namespace": "team-a"}]
+    assert "[gpu07 -> k8s1]" in out, out
+    assert "[gpu01" not in out, out
+
+
+def test_an_unlimited_run_works_on_the_first_server_itself(tmp_path):
+    out, docs = run_quota(tmp_path)
+    assert quotas(docs)["nvidia.com/gpu"] == 4
+    assert "[k8s1]" in out and "[gpu07" not in out and "[gpu01" not in out, out
