@@ -223,6 +223,10 @@ def node_admission(node_obj, gpu_count=None, validator_pods=(), verdict=None, *,
     - ``ERROR`` (the gate could not judge): held, the admission label removed (retried on the next gate);
     - no verdict: admitted when the label says so and the node carries no fail taint; otherwise held.
 
+    ``pending`` is true for a node that waits for its gate: no verdict this run, not admitted, and no fail taint
+    (a node the gate failed waits for ``gate.yml`` after its repair, as a Slurm node drained with the gate's
+    reason does); ``site.yml`` gates the pending nodes in the same run (playbooks/k8s.yml).
+
     An admitted node loses the hold and fail taints; a held node carries the hold taint (NoSchedule, which a
     kubelet cannot lift: NodeRestriction forbids it to change taints). The cordon (``spec.unschedulable``) is
     never touched: it is an admin's or maintenance's, and stands through every admission. Every pool node
@@ -232,7 +236,7 @@ def node_admission(node_obj, gpu_count=None, validator_pods=(), verdict=None, *,
     by an earlier place in the fabric goes. A label value of None means "remove the label".
     The admission record ``admitted_label`` defaults to a ``node-restriction.kubernetes.io/`` label, which a
     node's own kubelet cannot set (NodeRestriction), so a node cannot admit itself.
-    Returns ``{labels, taints_add, taints_remove, admitted, why}``; an unknown verdict is an error.
+    Returns ``{labels, taints_add, taints_remove, admitted, pending, why}``; an unknown verdict is an error.
 
     Work at risk: an admin's cordon and a held node's gate. Guarded: no patch of this carries
     ``spec.unschedulable``, and admission rests only on what the node's kubelet cannot write.
@@ -249,6 +253,7 @@ def node_admission(node_obj, gpu_count=None, validator_pods=(), verdict=None, *,
     failed_before = fail_key is not None and any(t.get("key") == fail_key for t in taints_now)
     recorded = str(labels_now.get(admitted_label, "")).lower() == "true"
     why = []
+    pending = False
     if verdict == "PASS":
         why = gpu_admission_errors(node_obj, gpu_count, validator_pods, resource)
         admitted = not why
@@ -261,7 +266,7 @@ def node_admission(node_obj, gpu_count=None, validator_pods=(), verdict=None, *,
     elif recorded:
         admitted = True
     else:
-        admitted, why = False, [f"{name}: not admitted by the health gate yet"]
+        admitted, pending, why = False, True, [f"{name}: not admitted by the health gate yet"]
     fabric = dict(fabric_labels or {})
     unknown = sorted(set(fabric) - set(fabric_label_keys()))
     if unknown:
@@ -273,11 +278,11 @@ def node_admission(node_obj, gpu_count=None, validator_pods=(), verdict=None, *,
     if admitted:
         return {"labels": labels, "taints_add": pool_taints,
                 "taints_remove": [hold_taint["key"]] + ([fail_key] if fail_key else []),
-                "admitted": True, "why": []}
+                "admitted": True, "pending": False, "why": []}
     add = [*pool_taints, hold_taint]
     if verdict == "FAIL" and fail_taint:
         add.append(fail_taint)
-    return {"labels": labels, "taints_add": add, "taints_remove": [], "admitted": False, "why": why}
+    return {"labels": labels, "taints_add": add, "taints_remove": [], "admitted": False, "pending": pending, "why": why}
 
 
 # A Node name is a DNS subdomain (RFC 1123): lower-case labels of letters, digits and '-', at most 253 long.
