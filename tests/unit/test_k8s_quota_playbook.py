@@ -84,3 +84,18 @@ def test_an_unlimited_run_works_on_the_first_server_itself(tmp_path):
     out, docs = run_quota(tmp_path)
     assert quotas(docs)["nvidia.com/gpu"] == 4
     assert "[k8s1]" in out and "[gpu07" not in out and "[gpu01" not in out, out
+
+
+def test_an_inventory_without_a_kubernetes_server_ends_the_quota_play_touching_no_host(tmp_path):
+    # gate.yml and pools.yml import the quota play on every site: a Slurm-only one (every lab scenario but
+    # k8s_cluster) must pass it untouched. Its GPU nodes here are unreachable: a task on any of them fails the run.
+    inventory = {"all": {"children": {
+        "slurm_controller": {"hosts": {"ctl1": {"ansible_host": "192.0.2.1"}}},
+        "gpu_nodes": {"hosts": {"gpu01": {"ansible_host": "192.0.2.11"}, "gpu02": {"ansible_host": "192.0.2.12"}}},
+    }}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    result = subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), "playbooks/k8s_quota.yml"], cwd=ROOT,
+                            env=ENV, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    # the play ended before any task reached a host: the recap names none
+    assert "gpu01" not in result.stdout and "ctl1" not in result.stdout, result.stdout
