@@ -1,0 +1,41 @@
+"""The health gate runs where no Slurm controller acts: a Kubernetes-only site, or the Kubernetes pool's gate play
+(playbooks/k8s.yml, gate.yml) with health_gate_controller null.
+
+ansible-core 2.19 templates delegate_to before `when`, so the Slurm tasks the role skips must still name a host:
+before, `delegate_to: "{{ health_gate_controller }}"` stopped the gate with "Empty hostname produced from
+delegate_to" on the first of them (molecule/k8s_cluster found it). Here two local nodes with declared GPUs run the
+GPU inventory check: one passes, one expects another model and fails; the report says so, and Slurm is never asked.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
+H100 = [{"minor": 0, "name": "NVIDIA H100 80GB HBM3"}, {"minor": 1, "name": "NVIDIA H100 80GB HBM3"}]
+
+
+def test_the_gate_judges_nodes_with_no_slurm_controller(tmp_path):
+    node = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "cluster_gpu_count": 2,
+            "gpu_discovery_gpus": H100, "gpu_discovery_count": 2}
+    inventory = {"all": {"children": {"gpu_nodes": {"hosts": {
+        "kgpu1": node, "kgpu2": dict(node, health_gate_gpu_expected_model="^NVIDIA H200")}}}}}
+    play = [{"hosts": "gpu_nodes", "gather_facts": False, "roles": [{
+        "role": "health_gate", "health_gate_controller": None, "health_gate_gpu_checks": ["inventory"],
+        "health_gate_tcp": False, "health_gate_nccl": False, "health_gate_report_dir": str(tmp_path / "reports")}]}]
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "slurm_node_info" not in result.stdout
+    reports = sorted((tmp_path / "reports").glob("gate-*.json"))
+    assert len(reports) == 1, result.stdout[-3000:]
+    nodes = json.loads(reports[0].read_text())["nodes"]
+    assert {name: row["verdict"] for name, row in nodes.items()} == {"kgpu1": "PASS", "kgpu2": "FAIL"}
