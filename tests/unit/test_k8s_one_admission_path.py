@@ -87,7 +87,7 @@ def plays(name):
 
 def test_k8s_yml_gates_the_held_nodes_after_the_hold_and_before_the_add_ons_and_the_admission():
     names = [p.get("name") for p in plays("k8s.yml")]
-    gate = next(p for p in plays("k8s.yml") if p.get("hosts") == "k8s_held")
+    gate = next(p for p in plays("k8s.yml") if p.get("hosts") == "health_gate_k8s_idle")
     at = names.index(gate["name"])
     hold = "Label, taint and hold the pool's nodes (admission read live, with this run's gate verdicts)"
     assert names.index(hold) < at
@@ -104,7 +104,7 @@ def test_gate_yml_reads_the_live_pools_and_gates_each_pool_with_its_own_schedule
     read = next(p for p in book if p.get("hosts") == "localhost")
     assert read["tasks"][0]["ansible.builtin.import_role"] == {"name": "pool_planner", "tasks_from": "live"}
     slurm = next(p for p in book if p.get("hosts") == "gpu_nodes:!k8s_agent")
-    k8s = next(p for p in book if p.get("hosts") == "k8s_agent")
+    k8s = next(p for p in book if p.get("hosts") == "health_gate_k8s_idle")
     assert book.index(read) < book.index(slurm) < book.index(k8s)
     assert [r["role"] for r in slurm["roles"]] == ["health_gate"]
     assert k8s["roles"][0]["role"] == "health_gate" and k8s["roles"][0]["health_gate_controller"] is None
@@ -117,3 +117,28 @@ def test_the_live_read_plans_nothing():
     tasks = live[0]["block"]
     assert tasks[0]["ansible.builtin.import_tasks"] == "read.yml"
     assert tasks[1]["ansible.builtin.add_host"]["groups"] == ["k8s_agent"]
+
+
+def _busy_then_gate(book, source):
+    """The play that runs health_gate's k8s_busy on ``source`` and the gate play after it."""
+    step = {"name": "health_gate", "tasks_from": "k8s_busy"}
+    busy = next(p for p in book if p.get("hosts") == source and p.get("tasks")
+                and p["tasks"][0].get("ansible.builtin.import_role") == step)
+    gate = next(p for p in book if p.get("hosts") == "health_gate_k8s_idle")
+    return book.index(busy), book.index(gate)
+
+
+def test_a_kubernetes_node_with_gpu_work_is_left_out_before_each_kubernetes_gate_play():
+    # issue 33: "gate.yml stress-tests admitted Kubernetes nodes while their pods run"
+    defaults = yaml.safe_load((ROOT / "roles/health_gate/defaults/main.yml").read_text())
+    assert defaults["health_gate_k8s_idle_group"] == "health_gate_k8s_idle"
+    for name, source in (("gate.yml", "k8s_agent"), ("k8s.yml", "k8s_held")):
+        busy, gate = _busy_then_gate(plays(name), source)
+        assert busy + 1 == gate, name
+    tasks = yaml.safe_load((ROOT / "roles/health_gate/tasks/k8s_busy.yml").read_text())
+    decide = next(t for t in tasks if "ansible.builtin.set_fact" in t)["ansible.builtin.set_fact"]
+    assert "node_stack_k8s_gpu_use" in decide["health_gate_k8s_use"]
+    group = next(t for t in tasks if "ansible.builtin.group_by" in t)
+    assert group["ansible.builtin.group_by"]["key"] == "{{ health_gate_k8s_idle_group }}"
+    # only a node whose state was read and that runs no GPU pod is gated; an unreadable one counts as busy
+    assert group["when"] == "health_gate_k8s_use.read and health_gate_k8s_use.gpu_pods | length == 0"
