@@ -198,7 +198,7 @@ def unfinished_moves(views, targets):
             for node, to in sorted(unfinished(views, targets).items())]
 
 
-def merge_k8s_info(views, k8s_info_result, hosts):
+def merge_k8s_info(views, k8s_info_result, hosts, node_names=None):
     """merge_k8s on a kubernetes.core.k8s_info result of kind Node (read with k8s_state.node_states).
 
     Each node also carries ``maint``: its ``gpufleet.io/maint`` annotation where that is a maintenance step
@@ -212,7 +212,7 @@ def merge_k8s_info(views, k8s_info_result, hosts):
         name = obj["metadata"]["name"]
         if node_step(obj)["step"] is not None:
             nodes[name] = dict(nodes[name], maint=obj["metadata"]["annotations"][MAINT_ANNOTATION])
-    return merge_k8s(views, nodes, hosts)
+    return merge_k8s(views, nodes, hosts, node_names)
 
 
 def _k8s_held(knode):
@@ -230,17 +230,17 @@ def _k8s_held(knode):
             "the gate admits it")
 
 
-def merge_k8s(views, k8s_nodes, hosts):
+def merge_k8s(views, k8s_nodes, hosts, node_names=None):
     """Fold Kubernetes' view into the Slurm-derived views, per host.
 
-    k8s_nodes: {name: k8s_state.node_state, plus ``maint`` (see merge_k8s_info)}. A node Kubernetes knows
-    and Slurm does not place (no partition, no move or hold reason of ours) is in the Kubernetes pool,
-    whatever its pool label says or if it has none: it is never fresh. A node in the Kubernetes pool
-    is capacity only where Kubernetes has it in service (Ready, not cordoned, no taint but the pool's);
-    a cordon that is not ours is an admin's hold; a hold of ours (taint or reason) and a maintenance step
-    in ``gpufleet.io/maint`` are ``held``. A node Slurm places is Slurm's to judge, whatever its Node says.
-    ``schedulers`` gains ``k8s`` where Kubernetes places pods on the node now (Ready, not cordoned, no hold
-    taint).
+    k8s_nodes: {name: k8s_state.node_state, plus ``maint`` (see merge_k8s_info)}; node_names: {host: Node name}
+    where they differ (``cluster_k8s_node_name``: filter k8s_node_names), else the host's name is its Node's. A node
+    Kubernetes knows and Slurm does not place (no partition, no move or hold reason of ours) is in the Kubernetes
+    pool, whatever its pool label says or if it has none: it is never fresh. A node in the Kubernetes pool is
+    capacity only where Kubernetes has it in service (Ready, not cordoned, no taint but the pool's); a cordon that
+    is not ours is an admin's hold; a hold of ours (taint or reason) and a maintenance step in ``gpufleet.io/maint``
+    are ``held``. A node Slurm places is Slurm's to judge, whatever its Node says. ``schedulers`` gains ``k8s``
+    where Kubernetes places pods on the node now (Ready, not cordoned, no hold taint).
 
     Work at risk: running pods, the Kubernetes pool's minimum, an admin's cordon, a held node's gate or
     maintenance. Guarded: a node with pods is never read as fresh, a node out of service in Kubernetes is not
@@ -253,7 +253,7 @@ def merge_k8s(views, k8s_nodes, hosts):
         view = dict(views.get(host) or node_view(host))
         view.setdefault("held", None)
         view["schedulers"] = list(view.get("schedulers") or [])
-        knode = k8s_nodes.get(host)
+        knode = k8s_nodes.get((node_names or {}).get(host, host))
         if knode is not None:
             if view["pool"] is None:
                 view["pool"] = K8S

@@ -226,3 +226,14 @@ def test_node_in_an_active_maint_reservation_is_not_capacity(lab_nodes, state):
     view = node_view("gpu01", node)
     assert view["pool"] == "slurm" and not view["healthy"], view
     assert "slurm" not in view["schedulers"], view
+
+
+def test_a_node_registered_under_its_cluster_k8s_node_name_is_found_in_kubernetes():
+    # review of issue 33: the live read matched Nodes by inventory name only, so a node named with
+    # cluster_k8s_node_name never joined k8s_agent and gate.yml gated it as a Slurm node.
+    from ansible.module_utils.pool_live import merge_k8s_info
+
+    result = {"resources": [k8s_node("gpu11.cluster.example", taints=[POOL_TAINT])]}
+    view = merge_k8s_info({}, result, ["gpu11"], {"gpu11": "gpu11.cluster.example"})["gpu11"]
+    assert view["pool"] == "k8s" and view["healthy"]
+    assert merge_k8s_info({}, result, ["gpu11"])["gpu11"]["pool"] is None
