@@ -69,9 +69,9 @@ def pool_allocatable_quota(nodes, allocatable, resources):
     """``{resource: quantity}``: for each of ``resources``, the sum of the allocatable amounts of ``nodes``
     (``allocatable``: node -> its Node's ``status.allocatable``); every resource is ``"0"`` when ``nodes`` is empty.
 
-    Work at risk: the ClusterQueue admits workloads up to this quota. Fail closed: a node without allocatable, or
-    without one of ``resources``, or with an amount that is no Kubernetes quantity, is a ValueError naming the node
-    and the resource, never a guess.
+    Work at risk: the ClusterQueue admits workloads up to this quota. Refused (fail closed): a node without
+    allocatable, or without one of ``resources``, or with an amount that is no Kubernetes quantity, is a ValueError
+    naming the node and the resource, never a guess.
     """
     totals = {resource: Fraction(0) for resource in resources}
     for node in nodes:
