@@ -218,9 +218,12 @@ def text_differs(data, contains=(), lacks=()):
     consecutive lines ending in a newline, with its first and its last line nowhere else: then
     ``ansible.builtin.blockinfile`` (markers first and last) and ``lineinfile`` (an exact line) leave
     the file as it is. ``lacks``: lines none of which may appear (compared without ``\r\n``). Leans to
-    "differs": a file that is absent or unreadable differs, and so does one that holds a block twice.
+    "differs": a file that is absent or unreadable differs, and so does one that holds a block twice, and a
+    non-empty one whose last line has no newline (lineinfile may add one: found by the property test).
     """
     if data is None:
+        return True
+    if data and not bytes(data).endswith(b"\n"):
         return True
     lines = _lines(data)
     for block in contains:

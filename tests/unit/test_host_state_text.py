@@ -126,3 +126,13 @@ def test_the_role_s_probe_wants_exactly_the_block_pam_adopt_writes():
     assert contains == CONTAINS
     assert text_differs(capture("pam_sshd_gpu01_converged.txt"), contains,
                         templar.template(trust_as_template("{{ __slurm_compute_pam_sshd.lacks }}"))) is False
+
+
+def test_a_file_whose_last_line_has_no_newline_differs(tmp_path, capsys):
+    # Hypothesis found it (session 15): the converged text with a line replaced and the final newline stripped was
+    # called right, and lineinfile changed it. Leaning to "differs" runs the host's roles, which mend it.
+    lines = capture("pam_sshd_gpu01_converged.txt").splitlines(True)
+    lines[58] = b"@include common-session-noninteractive\n"
+    data = b"".join(lines).rstrip(b"\n")
+    assert text_differs(data, CONTAINS, LACKS) is True
+    assert text_differs(data + b"\n", CONTAINS, LACKS) is text_differs(b"".join(lines), CONTAINS, LACKS)
