@@ -155,7 +155,7 @@ def test_a_host_whose_variable_is_set_but_whose_hostname_is_another_hosts_is_ref
 
 
 def _node_tasks(path):
-    """Every kubernetes.core task of a role file (blocks walked) with the Node name(s) it passes."""
+    """Every kubernetes.core task (and k8s_node_patch) of a role file, blocks walked, with the Node names it passes."""
     import yaml
 
     def walk(items):
@@ -164,10 +164,10 @@ def _node_tasks(path):
             yield from walk(task.get("rescue"))
             yield from walk(task.get("always"))
             for key, args in task.items():
-                if not key.startswith("kubernetes.core.") or not isinstance(args, dict):
+                if not (key.startswith("kubernetes.core.") or key == "k8s_node_patch") or not isinstance(args, dict):
                     continue
                 names = []
-                if key.endswith(("k8s_drain", "k8s_taint")) or args.get("kind") == "Node":
+                if key.endswith(("k8s_drain", "k8s_taint", "k8s_node_patch")) or args.get("kind") == "Node":
                     names.append(args.get("name"))
                 names += [s for s in args.get("field_selectors") or [] if "spec.nodeName" in s]
                 definition = args.get("definition") or {}
