@@ -28,14 +28,20 @@ def test_the_gate_judges_nodes_with_no_slurm_controller(tmp_path):
     play = [{"hosts": "gpu_nodes", "gather_facts": False, "roles": [{
         "role": "health_gate", "health_gate_controller": None, "health_gate_gpu_checks": ["inventory"],
         "health_gate_tcp": False, "health_gate_nccl": False, "health_gate_report_dir": str(tmp_path / "reports")}]}]
+    # gate.yml's second gate play (the Kubernetes pool's) in the same run, under an operator's fixed run id: its
+    # report must not overwrite the first play's (before, both wrote gate-<run>.json and the last one won)
+    play.append(dict(play[0], hosts="kgpu1", roles=[dict(play[0]["roles"][0], health_gate_pool="k8s")]))
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")], cwd=ROOT,
+    result = subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
+                             "-e", "health_gate_run_id=fixed-run"], cwd=ROOT,
                             env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "slurm_node_info" not in result.stdout
-    reports = sorted((tmp_path / "reports").glob("gate-*.json"))
-    assert len(reports) == 1, result.stdout[-3000:]
-    nodes = json.loads(reports[0].read_text())["nodes"]
+    reports = {p.name: json.loads(p.read_text()) for p in (tmp_path / "reports").glob("gate-*.json")}
+    assert sorted(reports) == ["gate-fixed-run-k8s.json", "gate-fixed-run.json"], result.stdout[-3000:]
+    nodes = reports["gate-fixed-run.json"]["nodes"]
     assert {name: row["verdict"] for name, row in nodes.items()} == {"kgpu1": "PASS", "kgpu2": "FAIL"}
+    k8s_nodes = reports["gate-fixed-run-k8s.json"]["nodes"]
+    assert {name: row["verdict"] for name, row in k8s_nodes.items()} == {"kgpu1": "PASS"}
