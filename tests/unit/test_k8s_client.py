@@ -99,11 +99,12 @@ def test_the_pinned_client_meets_the_collection_minimum():
 
 def test_argument_spec_defaults_equal_role_defaults():
     defaults = yaml.safe_load((ROOT / "roles/k8s_client/defaults/main.yml").read_text())
-    options = yaml.safe_load((ROOT / "roles/k8s_client/meta/argument_specs.yml").read_text())[
-        "argument_specs"]["main"]["options"]
-    assert set(defaults) == set(options)
-    for name, value in defaults.items():
-        assert options[name]["default"] == value, name
+    specs = yaml.safe_load((ROOT / "roles/k8s_client/meta/argument_specs.yml").read_text())["argument_specs"]
+    # every default is an option of an entry point, and every entry point's option has the role's default
+    assert set(defaults) == {name for spec in specs.values() for name in spec["options"]}
+    for entry, spec in specs.items():
+        for name, option in spec["options"].items():
+            assert option["default"] == defaults[name], (entry, name)
 
 
 def test_k8s_yml_readies_the_client_before_the_first_kubernetes_core_play():
