@@ -112,7 +112,10 @@ def main():
     except ImportError as exc:
         module.fail_json(msg=f"k8s_node_patch needs the Python kubernetes client on this host (k8s_client role): {exc}")
 
-    api = client.CoreV1Api(config.new_client_from_config(config_file=params["kubeconfig"]))
+    try:
+        api = client.CoreV1Api(config.new_client_from_config(config_file=params["kubeconfig"]))
+    except Exception as exc:  # a missing or unreadable kubeconfig: say which
+        module.fail_json(msg=f"cannot load the kubeconfig {params['kubeconfig']}: {exc}")
     name = params["name"]
 
     def read(node):
@@ -136,6 +139,8 @@ def main():
                             check_mode=module.check_mode, attempts=params["attempts"])
     except (RuntimeError, ValueError) as exc:
         module.fail_json(msg=str(exc))
+    except Exception as exc:  # the API server unreachable (urllib3), or another client error
+        module.fail_json(msg=f"cannot reach the API server for Node {name}: {type(exc).__name__}: {exc}")
     module.exit_json(
         changed=result["changed"],
         before=result["before"],

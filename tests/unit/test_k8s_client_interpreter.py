@@ -21,6 +21,8 @@ ENTRY_POINTS = ["site.yml", "gate.yml", "pools.yml", "maintain.yml", "node_stack
 
 
 def test_a_run_limited_to_a_gpu_node_delegates_to_the_server_with_its_virtualenv(tmp_path):
+    """srv4 is unreachable. Before, the interpreter tasks were run_once, which the linear strategy treats as
+    any_errors_fatal: the down server failed gpu07 too, and no later play ran (the review reproduced it)."""
     venv = tmp_path / "k8s-client"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").symlink_to(sys.executable)
@@ -29,7 +31,10 @@ def test_a_run_limited_to_a_gpu_node_delegates_to_the_server_with_its_virtualenv
         "k8s_server": {"hosts": {
             "srv1": dict(local, k8s_client_install_method="venv", k8s_client_venv=str(venv)),
             "srv2": dict(local, k8s_client_install_method="venv", k8s_client_venv=str(tmp_path / "not-made-yet")),
-            "srv3": dict(local)}},
+            "srv3": dict(local),
+            # down (nothing listens on port 1): the run must go on for every other host
+            "srv4": {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+                     "ansible_ssh_retries": 0, "k8s_client_install_method": "venv"}}},
         "gpu_nodes": {"hosts": {"gpu07": dict(local)}}}}}
     out = tmp_path / "seen.json"
     plays = [

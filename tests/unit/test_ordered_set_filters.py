@@ -12,7 +12,9 @@ import pathlib
 import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SET_FILTER = re.compile(r"\|\s*(difference|intersect|union|symmetric_difference)\s*\(")
+SET_FILTER = re.compile(r"\|\s*(?:ansible\.builtin\.)?(difference|intersect|union|symmetric_difference)\s*\(")
+# map('difference', x) applies one per item: its results keep no order either
+MAPPED = re.compile(r"map\(\s*['\"](?:ansible\.builtin\.)?(difference|intersect|union|symmetric_difference)['\"]")
 ORDER_FREE = re.compile(r"\s*\|\s*(length|sort|count)\b")
 
 
@@ -36,7 +38,9 @@ def ordered_set_filter_uses(text):
         end = _close(text, match.end() - 1)
         if not ORDER_FREE.match(text, end):
             found.append((text.count("\n", 0, match.start()) + 1, match.group(1)))
-    return found
+    for match in MAPPED.finditer(text):
+        found.append((text.count("\n", 0, match.start()) + 1, match.group(1)))
+    return sorted(found)
 
 
 def test_the_scanner_flags_an_ordered_use_and_passes_a_counted_or_sorted_one():
@@ -44,11 +48,13 @@ def test_the_scanner_flags_an_ordered_use_and_passes_a_counted_or_sorted_one():
     assert ordered_set_filter_uses("x\n{{ (a | intersect(f(b, [c]))) }}") == [(2, "intersect")]
     assert ordered_set_filter_uses("{{ a | union(b | list) | length == 0 }}") == []
     assert ordered_set_filter_uses("{{ a | symmetric_difference(b) | sort }}") == []
+    assert ordered_set_filter_uses("{{ a | ansible.builtin.difference(b) }}") == [(1, "difference")]
+    assert ordered_set_filter_uses("{{ a | map('intersect', b) | list }}") == [(1, "intersect")]
 
 
 def test_no_set_filter_result_keeps_its_hash_order():
     bad = []
-    for top in ("roles", "playbooks", "molecule"):
+    for top in ("roles", "playbooks", "molecule", "inventory"):
         for path in sorted((ROOT / top).rglob("*")):
             if path.suffix in (".yml", ".yaml", ".j2"):
                 for line, name in ordered_set_filter_uses(path.read_text(encoding="utf-8")):
