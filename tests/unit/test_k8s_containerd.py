@@ -49,6 +49,25 @@ def test_drop_in_and_main_file_render_as_containerd_v3_toml(tmp_path):
     assert not (etc / "conf.d/99-nvidia.toml").exists(), "the GPU Operator's drop-in is never ours"
 
 
+def test_the_containerd_unit_lifts_the_locked_memory_limit_pods_inherit(tmp_path):
+    """Pods inherit containerd's rlimits; systemd's default 8 MiB of locked memory breaks ibv_reg_mr (NCCL over RDMA)
+    in every pod of a kubeadm node (issue 33; the k3s units already carried LimitMEMLOCK=infinity)."""
+    rc, out = render(tmp_path, containerd_service_limits={"LimitMEMLOCK": "infinity", "LimitNOFILE": 1048576})
+    assert rc == 0, out
+    unit = (tmp_path / "out/gpu01/etc/systemd/system/containerd.service.d/10-gpufleet.conf").read_text()
+    lines = [line for line in unit.splitlines() if line and not line.startswith("#")]
+    assert lines == ["[Service]", "LimitMEMLOCK=infinity", "LimitNOFILE=1048576"], unit
+    defaults = yaml.safe_load((pathlib.Path(__file__).resolve().parents[2] / "roles/containerd/defaults/main.yml")
+                              .read_text())
+    assert defaults["containerd_service_limits"] == {"LimitMEMLOCK": "infinity"}
+
+
+def test_a_limit_that_is_no_systemd_limit_setting_is_refused_naming_host_and_variable(tmp_path):
+    rc, out = render(tmp_path, containerd_service_limits={"MemoryMax": "1G"})
+    assert rc != 0, out
+    assert "gpu01: containerd_service_limits must map systemd Limit* settings" in " ".join(out.split()), out
+
+
 def test_taking_the_gpu_operator_drop_in_name_fails_naming_host_and_variable(tmp_path):
     rc, out = render(tmp_path, containerd_drop_in_name="99-nvidia.toml")
     assert rc != 0, out
