@@ -129,23 +129,29 @@ def _taint_key(taint):
 def merge_taints(existing, add=(), remove=()):
     """Return ``existing`` taints with ``add`` set (same key+effect replaced) and ``remove`` keys dropped.
 
-    Order is stable: kept taints first in their order, then added ones, so an unchanged node compares
-    equal and no patch is sent.
+    Order is stable: each kept or replaced taint stays where it was, and new ones follow, so a node whose taints
+    already hold ``add`` (in any place among others) compares equal and no patch is sent. A taint already there
+    with the same value keeps its entry (its timeAdded).
     """
     remove_keys = {t["key"] if isinstance(t, dict) else t for t in remove}
-    add_keys = {_taint_key(t) for t in add}
-    kept = [
-        t for t in existing or [] if t.get("key") not in remove_keys and _taint_key(t) not in add_keys
-    ]
-    merged = kept + [{k: v for k, v in t.items() if v is not None} for t in add]
-    # keep the existing entry (with its timeAdded) where it already matches exactly
-    current = {_taint_key(t): t for t in existing or []}
-    return [
-        current[_taint_key(t)]
-        if _taint_key(t) in current and current[_taint_key(t)].get("value") == t.get("value")
-        else t
-        for t in merged
-    ]
+    wanted = {}
+    for taint in add:
+        wanted[_taint_key(taint)] = {k: v for k, v in taint.items() if v is not None}
+    merged, placed = [], set()
+    for taint in existing or []:
+        key = _taint_key(taint)
+        if taint.get("key") in remove_keys and key not in wanted:
+            continue
+        if key in wanted:
+            if key in placed:
+                continue
+            placed.add(key)
+            want = wanted[key]
+            merged.append(taint if taint.get("value") == want.get("value") else want)
+        else:
+            merged.append(taint)
+    merged += [want for key, want in wanted.items() if key not in placed]
+    return merged
 
 
 ADMITTED_LABEL = "node-restriction.kubernetes.io/gpufleet-admitted"

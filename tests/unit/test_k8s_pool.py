@@ -122,6 +122,16 @@ def test_merge_taints_is_stable_when_nothing_changes():
     assert merge_taints(existing, [HOLD], []) == existing
 
 
+def test_merge_taints_leaves_a_taint_it_sets_where_it_stands():
+    # a node with the pool taint before an admin's: setting the pool taint again changes nothing (before, the pool
+    # taint moved behind the admin's and every admission pass sent one needless write)
+    admin = {"key": "admin/keep", "effect": "PreferNoSchedule"}
+    pool = {"key": "gpufleet.io/pool", "value": "kubernetes", "effect": "NoSchedule"}
+    assert merge_taints([pool, admin], [pool], []) == [pool, admin]
+    changed = dict(pool, value="slurm")
+    assert merge_taints([pool, admin, HOLD], [changed], [HOLD["key"]]) == [changed, admin]
+
+
 def test_merge_taints_adds_and_removes():
     assert merge_taints([{"key": "x", "effect": "NoSchedule"}], [HOLD], ["x"]) == [HOLD]
     assert merge_taints([HOLD], [], [HOLD["key"]]) == []
