@@ -1,6 +1,7 @@
 """Shared test set-up: make the project's module_utils importable the way Ansible does."""
 import os
 import pathlib
+import subprocess
 import sys
 
 import ansible.module_utils
@@ -22,6 +23,31 @@ FIXTURES = ROOT / "tests" / "fixtures"
 # CRDs of the pinned add-on versions (gzip-compressed upstream files), refreshed by scripts/refresh_crds.
 CRDS = ROOT / "files" / "crds"
 PINS = yaml.safe_load((ROOT / "playbooks" / "vars" / "k8s_versions.yml").read_text())["cluster_k8s_versions"]
+
+
+# The ansible-playbook of the interpreter that runs the tests (the virtual environment's).
+ANSIBLE_PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
+
+
+def ansible_env(**overrides):
+    """The environment of a test's ansible-playbook run: the project's ansible.cfg, no colour, then overrides."""
+    return dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", **overrides)
+
+
+def run_playbook(*args, env=None, timeout=300):
+    """Run ansible-playbook with args from the repository root (env: ansible_env()); return the CompletedProcess,
+    whatever its exit status."""
+    return subprocess.run([ANSIBLE_PLAYBOOK, *map(str, args)], cwd=ROOT, env=env or ansible_env(),
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def run_plays(tmp, plays, inventory, *args, env=None, timeout=300, sort_keys=False):
+    """Write inventory (a dict) to tmp/hosts.yml and plays to tmp/play.yml as YAML and run them with run_playbook;
+    args go after the playbook (--check, -e ...)."""
+    tmp = pathlib.Path(tmp)
+    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=sort_keys))
+    return run_playbook("-i", tmp / "hosts.yml", tmp / "play.yml", *args, env=env, timeout=timeout)
 
 
 def crd_dir(component):

@@ -8,15 +8,12 @@ GPU inventory check: one passes, one expects another model and fails; the report
 """
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
-import yaml
+from conftest import run_plays
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 H100 = [{"minor": 0, "name": "NVIDIA H100 80GB HBM3"}, {"minor": 1, "name": "NVIDIA H100 80GB HBM3"}]
 
 
@@ -28,11 +25,7 @@ def test_the_gate_judges_nodes_with_no_slurm_controller(tmp_path):
     play = [{"hosts": "gpu_nodes", "gather_facts": False, "roles": [{
         "role": "health_gate", "health_gate_controller": None, "health_gate_gpu_checks": ["inventory"],
         "health_gate_tcp": False, "health_gate_nccl": False, "health_gate_report_dir": str(tmp_path / "reports")}]}]
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=300, check=False)
+    result = run_plays(tmp_path, play, inventory, sort_keys=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "slurm_node_info" not in result.stdout
     reports = sorted((tmp_path / "reports").glob("gate-*.json"))

@@ -4,20 +4,18 @@ applied from files/crds before the chart."""
 
 import base64
 import gzip
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
+from conftest import run_plays
 from k3s import image_registry, k3s_unmirrored_images  # filter_plugins/k3s.py
 from k8s_files import k8s_file_text  # filter_plugins/k8s_files.py
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VERSIONS = yaml.safe_load((ROOT / "playbooks/vars/k8s_versions.yml").read_text())["cluster_k8s_versions"]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 ADDONS = ["gpu_operator", "volcano", "kueue", "kuberay"]
 IMAGES = [image for addon in ADDONS for image in VERSIONS[addon]["images"]]
 MIRROR = ["https://mirror.site:5000"]
@@ -84,11 +82,7 @@ def run(tmp, plays, hostvars):
         "children": {"k8s_server": {"hosts": {"ctl1": {"ansible_host": "10.0.0.1"}}},
                      "k8s_agent": {"hosts": {"gpu01": {"ansible_host": "10.0.1.1"}}}},
     }}
-    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300, check=False)
+    result = run_plays(tmp, plays, inventory)
     return result.returncode, result.stdout + result.stderr
 
 

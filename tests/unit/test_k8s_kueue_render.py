@@ -3,15 +3,13 @@
 opt-in namespaces; Volcano queues carrying a GPU amount are refused.
 Kueue 0.19.2 Configuration fields (config.kueue.x-k8s.io/v1beta2) as read in apis/config/v1beta2."""
 
-import os
 import pathlib
-import subprocess
 import sys
 
 import yaml
+from conftest import run_plays
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 
 
 def run_role(tmp_path, role, **overrides):
@@ -26,11 +24,7 @@ def run_role(tmp_path, role, **overrides):
                  "cluster_k8s_crd_dir": str(ROOT / "files" / "crds"), **overrides},
         "roles": [{"role": role}, {"role": "k8s_release", "k8s_release_releases": [f"{{{{ {role}_rendered }}}}"]}],
     }]
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    return subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    return run_plays(tmp_path, play, inventory, sort_keys=True)
 
 
 def rendered(tmp_path):
