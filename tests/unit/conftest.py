@@ -1,4 +1,5 @@
 """Shared test set-up: make the project's module_utils importable the way Ansible does."""
+import json
 import os
 import pathlib
 import subprocess
@@ -48,6 +49,48 @@ def run_plays(tmp, plays, inventory, *args, env=None, timeout=300, sort_keys=Fal
     (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
     (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=sort_keys))
     return run_playbook("-i", tmp / "hosts.yml", tmp / "play.yml", *args, env=env, timeout=timeout)
+
+
+class CaseRun:
+    """One ansible-playbook run that holds several test cases, each on hosts of its own: the run's exit status and
+    output, and each host's task results and recap (tests/callback_plugins/gpufleet_test_results)."""
+
+    def __init__(self, result, hosts):
+        self.returncode = result.returncode
+        self.out = result.stdout + result.stderr
+        self.hosts = hosts
+
+    def _ran(self, hosts):
+        missing = [h for h in hosts if "recap" not in self.hosts.get(h, {})]
+        assert not missing, f"the run never reached {missing}: the case did not run\n{self.out}"
+        return [self.hosts[h] for h in hosts]
+
+    def failed(self, *hosts):
+        """Whether a task failed (not ignored) or a host was unreachable on any of hosts; each must have run."""
+        return any(r["recap"]["failures"] or r["recap"]["unreachable"] for r in self._ran(hosts))
+
+    def changed(self, *hosts):
+        """How many tasks changed something on hosts; each must have run."""
+        return sum(r["recap"]["changed"] for r in self._ran(hosts))
+
+    def messages(self, *hosts):
+        """The msg and error of every failed result of hosts (the error is shown even for a no_log result), whitespace
+        runs made one space (the default callback wraps lines)."""
+        msgs = [e[key] for r in self._ran(hosts) for e in r["results"]
+                if e["status"] in ("failed", "item failed", "unreachable") for key in ("msg", "error") if key in e]
+        return " ".join(" ".join(m if isinstance(m, str) else map(str, m) for m in msgs).split())
+
+
+def run_cases(tmp, plays, inventory, *args, timeout=300, **env):
+    """run_plays with each host's results recorded: a CaseRun. Give each case hosts of its own and put plays that may
+    fail on all their hosts last: Ansible ends the playbook after a play whose every host failed."""
+    tmp = pathlib.Path(tmp)
+    record = tmp / "results.json"
+    env = ansible_env(ANSIBLE_CALLBACK_PLUGINS=f"{ROOT / 'callback_plugins'}:{ROOT / 'tests' / 'callback_plugins'}",
+                      ANSIBLE_CALLBACKS_ENABLED="gpufleet_test_results", GPUFLEET_TEST_RESULTS=str(record), **env)
+    result = run_plays(tmp, plays, inventory, *args, env=env, timeout=timeout)
+    hosts = json.loads(record.read_text()) if record.is_file() else {}
+    return CaseRun(result, hosts)
 
 
 def crd_dir(component):
