@@ -1,6 +1,8 @@
 """Shared test set-up: make the project's module_utils importable the way Ansible does."""
+import json
 import os
 import pathlib
+import subprocess
 import sys
 
 import ansible.module_utils
@@ -22,6 +24,73 @@ FIXTURES = ROOT / "tests" / "fixtures"
 # CRDs of the pinned add-on versions (gzip-compressed upstream files), refreshed by scripts/refresh_crds.
 CRDS = ROOT / "files" / "crds"
 PINS = yaml.safe_load((ROOT / "playbooks" / "vars" / "k8s_versions.yml").read_text())["cluster_k8s_versions"]
+
+
+# The ansible-playbook of the interpreter that runs the tests (the virtual environment's).
+ANSIBLE_PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
+
+
+def ansible_env(**overrides):
+    """The environment of a test's ansible-playbook run: the project's ansible.cfg, no colour, then overrides."""
+    return dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", **overrides)
+
+
+def run_playbook(*args, env=None, timeout=300):
+    """Run ansible-playbook with args from the repository root (env: ansible_env()); return the CompletedProcess,
+    whatever its exit status."""
+    return subprocess.run([ANSIBLE_PLAYBOOK, *map(str, args)], cwd=ROOT, env=env or ansible_env(),
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def run_plays(tmp, plays, inventory, *args, env=None, timeout=300, sort_keys=False):
+    """Write inventory (a dict) to tmp/hosts.yml and plays to tmp/play.yml as YAML and run them with run_playbook;
+    args go after the playbook (--check, -e ...)."""
+    tmp = pathlib.Path(tmp)
+    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=sort_keys))
+    return run_playbook("-i", tmp / "hosts.yml", tmp / "play.yml", *args, env=env, timeout=timeout)
+
+
+class CaseRun:
+    """One ansible-playbook run that holds several test cases, each on hosts of its own: the run's exit status and
+    output, and each host's task results and recap (tests/callback_plugins/gpufleet_test_results)."""
+
+    def __init__(self, result, hosts):
+        self.returncode = result.returncode
+        self.out = result.stdout + result.stderr
+        self.hosts = hosts
+
+    def _ran(self, hosts):
+        missing = [h for h in hosts if "recap" not in self.hosts.get(h, {})]
+        assert not missing, f"the run never reached {missing}: the case did not run\n{self.out}"
+        return [self.hosts[h] for h in hosts]
+
+    def failed(self, *hosts):
+        """Whether a task failed (not ignored) or a host was unreachable on any of hosts; each must have run."""
+        return any(r["recap"]["failures"] or r["recap"]["unreachable"] for r in self._ran(hosts))
+
+    def changed(self, *hosts):
+        """How many tasks changed something on hosts; each must have run."""
+        return sum(r["recap"]["changed"] for r in self._ran(hosts))
+
+    def messages(self, *hosts):
+        """The msg and error of every failed result of hosts (the error is shown even for a no_log result), whitespace
+        runs made one space (the default callback wraps lines)."""
+        msgs = [e[key] for r in self._ran(hosts) for e in r["results"]
+                if e["status"] in ("failed", "item failed", "unreachable") for key in ("msg", "error") if key in e]
+        return " ".join(" ".join(m if isinstance(m, str) else map(str, m) for m in msgs).split())
+
+
+def run_cases(tmp, plays, inventory, *args, timeout=300, **env):
+    """run_plays with each host's results recorded: a CaseRun. Give each case hosts of its own and put plays that may
+    fail on all their hosts last: Ansible ends the playbook after a play whose every host failed."""
+    tmp = pathlib.Path(tmp)
+    record = tmp / "results.json"
+    env = ansible_env(ANSIBLE_CALLBACK_PLUGINS=f"{ROOT / 'callback_plugins'}:{ROOT / 'tests' / 'callback_plugins'}",
+                      ANSIBLE_CALLBACKS_ENABLED="gpufleet_test_results", GPUFLEET_TEST_RESULTS=str(record), **env)
+    result = run_plays(tmp, plays, inventory, *args, env=env, timeout=timeout)
+    hosts = json.loads(record.read_text()) if record.is_file() else {}
+    return CaseRun(result, hosts)
 
 
 def crd_dir(component):

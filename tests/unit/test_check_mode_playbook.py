@@ -1,16 +1,13 @@
 """pool_executor under --check shows the moves and changes nothing: it never reaches the controller."""
 
 import json
-import os
 import pathlib
 import re
-import subprocess
-import sys
 
 from ansible.module_utils.pool_plan import plan
+from conftest import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-ANSIBLE_PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 
 # Two nodes in Kubernetes, two in no pool: the fresh ones join together (batch 0), then one leaves
 # Kubernetes for Slurm (batch 1).
@@ -23,11 +20,7 @@ POLICY = {"pools": {"slurm": {"min": 1, "target": 3}, "k8s": {"min": 1, "target"
 
 
 def run(*args):
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    return subprocess.run(
-        [ANSIBLE_PLAYBOOK, "-i", "localhost,", "tests/playbooks/pool_executor_check.yml", *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )
+    return run_playbook("-i", "localhost,", "tests/playbooks/pool_executor_check.yml", *args, timeout=120)
 
 
 def test_check_mode_reports_each_batch_and_reaches_no_node():

@@ -8,15 +8,12 @@ GPU inventory check: one passes, one expects another model and fails; the report
 """
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
-import yaml
+from conftest import run_plays
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 H100 = [{"minor": 0, "name": "NVIDIA H100 80GB HBM3"}, {"minor": 1, "name": "NVIDIA H100 80GB HBM3"}]
 
 
@@ -31,12 +28,7 @@ def test_the_gate_judges_nodes_with_no_slurm_controller(tmp_path):
     # gate.yml's second gate play (the Kubernetes pool's) in the same run, under an operator's fixed run id: its
     # report must not overwrite the first play's (before, both wrote gate-<run>.json and the last one won)
     play.append(dict(play[0], hosts="kgpu1", roles=[dict(play[0]["roles"][0], health_gate_pool="k8s")]))
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
-                             "-e", "health_gate_run_id=fixed-run"], cwd=ROOT,
-                            env=env, capture_output=True, text=True, timeout=300, check=False)
+    result = run_plays(tmp_path, play, inventory, "-e", "health_gate_run_id=fixed-run", sort_keys=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "slurm_node_info" not in result.stdout
     reports = {p.name: json.loads(p.read_text()) for p in (tmp_path / "reports").glob("gate-*.json")}

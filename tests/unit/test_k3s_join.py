@@ -3,15 +3,14 @@ server's CA, and an HA cluster registers through a fixed address (VIP or DNS nam
 
 import datetime
 import hashlib
-import os
 import pathlib
 import re
-import subprocess
 import sys
 
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
+from conftest import run_cases
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -20,7 +19,6 @@ from k3s import k3s_ca_hash, k3s_join_token  # filter_plugins/k3s.py
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLES = ROOT / "roles"
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 PASSWORD = "agent-password-0123456789"  # test value, not a real secret
 SERVER_PASSWORD = "server-password-0123456789"
 
@@ -89,19 +87,26 @@ def test_agent_token_refuses_bad_input_without_echoing_the_password(password, ca
     assert password not in str(err.value)
 
 
-def run_play(tmp, plays, servers, hostvars, check=False):
-    hosts = {name: {"ansible_host": f"10.0.0.{i + 1}"} for i, name in enumerate(servers)}
-    inventory = {"all": {
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                 "k3s_server_render_dir": str(tmp / "out"), "k3s_agent_render_dir": str(tmp / "out"), **hostvars},
-        "children": {"k8s_server": {"hosts": hosts}, "k8s_agent": {"hosts": {"gpu01": {"ansible_host": "10.0.1.1"}}}},
-    }}
-    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    args = [PLAYBOOK, "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")] + (["--check"] if check else [])
-    result = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    return result.returncode, result.stdout + result.stderr
+# Every case below is a set of hosts of its own (servers <case>-ctlN, agent <case>-gpu01; case "ha" keeps ctl1-3 and
+# gpu01 in the groups k8s_server and k8s_agent, the roles' defaults) in one inventory, so that one ansible-playbook
+# run per mode (plain, --check) plays them all; each test judges its case's hosts by their recorded results.
+# Other cases name their servers through k3s_server_hosts / k3s_agent_server_hosts, whose default is the group.
+HOST = re.compile(r"\b(ctl[0-9]|gpu01)\b")
+
+
+def named(case, value):
+    """value (a string, or the strings of a list or dict) with the host names of the case."""
+    if isinstance(value, str):
+        return value if case == "ha" else HOST.sub(lambda m: f"{case}-{m.group(1)}", value)
+    if isinstance(value, dict):
+        return {k: named(case, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [named(case, v) for v in value]
+    return value
+
+
+def group(case, kind):
+    return f"k8s_{kind}" if case == "ha" else f"{case.replace('-', '_')}_{kind}"
 
 
 def play(hosts, role, tasks_from="main", extra_tasks=()):
@@ -111,17 +116,110 @@ def play(hosts, role, tasks_from="main", extra_tasks=()):
                       *extra_tasks]}
 
 
-RENDER = [play("k8s_server", "k3s_server", "render"), play("k8s_agent", "k3s_agent", "render")]
+def server_steps(hosts):
+    """k3s_server's facts and config steps; the play ends before the restart handlers."""
+    return play(hosts, "k3s_server", "facts",
+                [{"name": "Configure", "ansible.builtin.import_role": {"name": "k3s_server", "tasks_from": "config"}},
+                 {"name": "Stop before the restart handlers", "ansible.builtin.meta": "end_host"}])
 
 
-def rendered(tmp, host):
-    return yaml.safe_load((tmp / "out" / host / "etc/rancher/k3s/config.yaml").read_text())
+def on(cases, kind):
+    return ":".join(group(case, kind) for case in cases)
 
 
-def test_ha_servers_and_agents_register_through_the_fixed_address_in_tls_san(tmp_path):
-    rc, out = run_play(tmp_path, RENDER, ["ctl1", "ctl2", "ctl3"], {"cluster_k8s_api_endpoint": "k8s-api.lab"})
-    assert rc == 0, out
-    first, second, agent = rendered(tmp_path, "ctl1"), rendered(tmp_path, "ctl2"), rendered(tmp_path, "gpu01")
+# case: (servers, variables of its hosts). The renders run the servers' then the agents' render.
+RENDER_CASES = {
+    "ha": (3, {"cluster_k8s_api_endpoint": "k8s-api.lab"}),
+    "one": (1, {}),
+    "unset": (3, {}),
+    "first-server-ip": (3, {"cluster_k8s_api_endpoint": "10.0.0.1"}),
+    "agent-on-a-server-name": (3, {"k3s_server_api_endpoint": "vip.lab", "k3s_agent_server_endpoint": "ctl2"}),
+    "even2": (2, {"cluster_k8s_api_endpoint": "k8s-api.lab"}),
+    "even4": (4, {"cluster_k8s_api_endpoint": "k8s-api.lab"}),
+    "etcd": (1, {"k3s_server_config_extra": {
+        "etcd-s3": True, "etcd-s3-bucket": "snapshots", "etcd-s3-endpoint": "s3.lab", "etcd-snapshot-compress": True,
+        "cluster-reset-restore-path": "/var/lib/rancher/k3s/server/db/snapshots/x",
+        "disable-default-registry-endpoint": True}}),
+    "etcd-secret": (1, {"k3s_server_config_extra": {"etcd-s3-secret-key": "hunter2"}}),
+}
+SERVER_AGENT_TOKEN_CASES = {
+    "missing": {"k3s_server_token": SERVER_PASSWORD},
+    "same-as-server-token": {"k3s_server_token": SERVER_PASSWORD, "k3s_server_agent_token": SERVER_PASSWORD},
+    "k10-form": {"k3s_server_token": SERVER_PASSWORD,
+                 "k3s_server_agent_token": "K10" + "0" * 64 + "::node:" + PASSWORD},
+}
+SERVER_TOKEN_CASES = {"token-colon": "has:a-colon-in-the-middle", "token-space": "has a space in the middle!"}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The cases' runs: "plain" and "check" (CaseRun each), the case directories and the CA each case was given."""
+    tmp = tmp_path_factory.mktemp("k3s_join")
+    dirs, cas, children = {}, {}, {}
+
+    def case(name, servers, variables, ca=False):
+        dirs[name] = tmp / name
+        dirs[name].mkdir()
+        if ca:
+            cas[name] = self_signed_ca_pem()
+            (dirs[name] / "server-ca.crt").write_text(cas[name])
+        hosts = [named(name, f"ctl{i + 1}") for i in range(servers)]
+        local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                 "k3s_server_render_dir": str(dirs[name] / "out"), "k3s_agent_render_dir": str(dirs[name] / "out")}
+        if name != "ha":
+            local |= {"k3s_server_hosts": hosts, "k3s_agent_server_hosts": hosts}
+        children[f"case_{name.replace('-', '_')}"] = {"vars": local | named(name, variables), "children": {
+            group(name, "server"): {"hosts": {h: {"ansible_host": f"10.0.0.{i + 1}"} for i, h in enumerate(hosts)}},
+            group(name, "agent"): {"hosts": {named(name, "gpu01"): {"ansible_host": "10.0.1.1"}}}}}
+
+    for name, (servers, variables) in RENDER_CASES.items():
+        case(name, servers, variables)
+    case("agent-token", 1, {"k3s_agent_token": PASSWORD, "k3s_agent_server_ca_file": str(tmp / "agent-token/ca")})
+    (tmp / "agent-token/ca").write_text(cas.setdefault("agent-token", self_signed_ca_pem()))
+    case("agent-no-ca", 1, {"k3s_agent_token": PASSWORD,
+                            "k3s_agent_server_ca_file": str(tmp / "agent-no-ca/absent.crt")})
+    for name, ca in (("server-config", True), ("server-no-ca", False), ("server-no-ca-check", False)):
+        case(name, 3, {"k3s_server_token": SERVER_PASSWORD, "k3s_server_agent_token": PASSWORD,
+                       "cluster_k8s_api_endpoint": "k8s-api.lab",
+                       "k3s_server_ca_file": str(tmp / name / "server-ca.crt"),
+                       "k3s_server_config_dir": str(tmp / name) + "/{{ inventory_hostname }}"}, ca=ca)
+    for name, token in SERVER_TOKEN_CASES.items():
+        case(name, 1, {"k3s_server_token": token, "k3s_server_agent_token": PASSWORD})
+    for name, variables in SERVER_AGENT_TOKEN_CASES.items():
+        case(name, 1, {"k3s_node_install_method": "airgap", "k3s_node_airgap_dir": str(tmp / name / "airgap"),
+                       **variables})
+    inventory = {"all": {"children": children}}
+
+    keep = {"name": "Keep the token the role built", "no_log": True,
+            "ansible.builtin.copy": {"content": "{{ __k3s_agent_join_token }}",
+                                     "dest": str(tmp) + "/{{ inventory_hostname }}.token", "mode": "0600"}}
+    # A play whose every host fails ends the playbook: the plays where every case fails come last.
+    plain = [play(on(RENDER_CASES, "server"), "k3s_server", "render"),
+             play(on(RENDER_CASES, "agent"), "k3s_agent", "render"),
+             play(on(["agent-token", "agent-no-ca"], "agent"), "k3s_agent", "token", [keep]),
+             server_steps(on(["server-config", "server-no-ca"], "server")),
+             play(on(SERVER_TOKEN_CASES, "server"), "k3s_server", "tokens")]
+    check = [server_steps(on(["server-no-ca-check"], "server")),
+             play(on(SERVER_AGENT_TOKEN_CASES, "server"), "k3s_server")]
+    (tmp / "plain").mkdir()
+    (tmp / "check").mkdir()
+    return {"plain": run_cases(tmp / "plain", plain, inventory), "check": run_cases(tmp / "check", check, inventory,
+                                                                                      "--check"),
+            "dirs": dirs, "cas": cas, "tmp": tmp}
+
+
+def hosts(case, servers=0, agent=False):
+    return [named(case, f"ctl{i + 1}") for i in range(servers)] + ([named(case, "gpu01")] if agent else [])
+
+
+def rendered(runs, case, host):
+    return yaml.safe_load((runs["dirs"][case] / "out" / named(case, host) / "etc/rancher/k3s/config.yaml").read_text())
+
+
+def test_ha_servers_and_agents_register_through_the_fixed_address_in_tls_san(runs):
+    run = runs["plain"]
+    assert not run.failed(*hosts("ha", 3, agent=True)), run.out
+    first, second, agent = rendered(runs, "ha", "ctl1"), rendered(runs, "ha", "ctl2"), rendered(runs, "ha", "gpu01")
     assert first["cluster-init"] is True and "server" not in first
     assert second["server"] == "https://k8s-api.lab:6443" and "cluster-init" not in second
     assert agent["server"] == "https://k8s-api.lab:6443"
@@ -131,63 +229,57 @@ def test_ha_servers_and_agents_register_through_the_fixed_address_in_tls_san(tmp
     assert not {"token", "agent-token"} & (set(first) | set(second) | set(agent)), "no secret in config.yaml"
 
 
-def test_one_server_may_register_through_its_own_address(tmp_path):
-    rc, out = run_play(tmp_path, RENDER, ["ctl1"], {})
-    assert rc == 0, out
-    assert rendered(tmp_path, "gpu01")["server"] == "https://10.0.0.1:6443"
-    assert rendered(tmp_path, "ctl1")["tls-san"] == ["10.0.0.1"]
+def test_one_server_may_register_through_its_own_address(runs):
+    run = runs["plain"]
+    assert not run.failed(*hosts("one", 1, agent=True)), run.out
+    assert rendered(runs, "one", "gpu01")["server"] == "https://10.0.0.1:6443"
+    assert rendered(runs, "one", "ctl1")["tls-san"] == ["10.0.0.1"]
 
 
-@pytest.mark.parametrize(("hostvars", "expected"), [
-    ({}, ["ctl1: k3s_server_api_endpoint (default cluster_k8s_api_endpoint) must be a fixed registration address",
-          "with 3 servers (ctl1, ctl2, ctl3); is ''"]),
-    ({"cluster_k8s_api_endpoint": "10.0.0.1"}, ["ctl2: k3s_server_api_endpoint", "is '10.0.0.1'"]),
-    ({"k3s_server_api_endpoint": "vip.lab", "k3s_agent_server_endpoint": "ctl2"},
+@pytest.mark.parametrize(("case", "expected"), [
+    ("unset", ["ctl1: k3s_server_api_endpoint (default cluster_k8s_api_endpoint) must be a fixed registration address",
+               "with 3 servers (ctl1, ctl2, ctl3); is ''"]),
+    ("first-server-ip", ["ctl2: k3s_server_api_endpoint", "is '10.0.0.1'"]),
+    ("agent-on-a-server-name",
      ["gpu01: k3s_agent_server_endpoint (default cluster_k8s_api_endpoint) must be a fixed", "is 'ctl2'"]),
 ], ids=["unset", "first-server-ip", "agent-on-a-server-name"])
-def test_ha_without_a_fixed_address_fails_naming_host_and_variable(tmp_path, hostvars, expected):
-    rc, out = run_play(tmp_path, RENDER, ["ctl1", "ctl2", "ctl3"], hostvars)
-    assert rc != 0, out
-    flat = " ".join(out.split())
-    for message in expected:
-        assert message in flat, out
+def test_ha_without_a_fixed_address_fails_naming_host_and_variable(runs, case, expected):
+    run, case_hosts = runs["plain"], hosts(case, 3, agent=True)
+    assert run.failed(*case_hosts), run.out
+    flat = run.messages(*case_hosts)
+    for message in named(case, expected):
+        assert message in flat, run.out
 
 
 @pytest.mark.parametrize("count", [2, 4])
-def test_an_even_server_count_is_refused_naming_the_variable(tmp_path, count):
+def test_an_even_server_count_is_refused_naming_the_variable(runs, count):
     # Issue 33: two servers make a two-member etcd that stops when either server does.
-    servers = [f"ctl{i}" for i in range(1, count + 1)]
-    rc, out = run_play(tmp_path, RENDER, servers, {"cluster_k8s_api_endpoint": "k8s-api.lab"})
-    assert rc != 0, out
-    flat = " ".join(out.split())
-    assert f"ctl1: k3s_server_hosts (default group k8s_server) has {count} servers" in flat, out
-    assert "embedded etcd needs 1, 3, 5 or 7" in flat, out
+    run, case = runs["plain"], f"even{count}"
+    assert run.failed(*hosts(case, count)), run.out
+    flat = run.messages(*hosts(case, count))
+    assert named(case, f"ctl1: k3s_server_hosts (default group k8s_server) has {count} servers") in flat, run.out
+    assert "embedded etcd needs 1, 3, 5 or 7" in flat, run.out
 
 
-def test_etcd_snapshot_and_s3_settings_are_accepted_but_not_their_secrets(tmp_path):
-    extra = {"etcd-s3": True, "etcd-s3-bucket": "snapshots", "etcd-s3-endpoint": "s3.lab",
-             "etcd-snapshot-compress": True, "cluster-reset-restore-path": "/var/lib/rancher/k3s/server/db/snapshots/x",
-             "disable-default-registry-endpoint": True}
-    rc, out = run_play(tmp_path, RENDER, ["ctl1"], {"k3s_server_config_extra": extra})
-    assert rc == 0, out
-    assert extra.items() <= rendered(tmp_path, "ctl1").items()
-    rc, out = run_play(tmp_path, RENDER, ["ctl1"], {"k3s_server_config_extra": {"etcd-s3-secret-key": "hunter2"}})
-    assert rc != 0 and "etcd-s3-secret-key" in out and "hunter2" not in out, out
+def test_etcd_snapshot_and_s3_settings_are_accepted_but_not_their_secrets(runs):
+    run = runs["plain"]
+    assert not run.failed(*hosts("etcd", 1, agent=True)), run.out
+    assert RENDER_CASES["etcd"][1]["k3s_server_config_extra"].items() <= rendered(runs, "etcd", "ctl1").items()
+    assert run.failed(*hosts("etcd-secret", 1)), run.out
+    assert "etcd-s3-secret-key" in run.messages(*hosts("etcd-secret", 1)) and "hunter2" not in run.out, run.out
 
 
-@pytest.mark.parametrize(("hostvars", "message"), [
-    ({"k3s_server_token": SERVER_PASSWORD}, "missing required arguments: k3s_server_agent_token"),
-    ({"k3s_server_token": SERVER_PASSWORD, "k3s_server_agent_token": SERVER_PASSWORD},
-     "ctl1: k3s_server_agent_token is required: the agent token's password"),
-    ({"k3s_server_token": SERVER_PASSWORD, "k3s_server_agent_token": "K10" + "0" * 64 + "::node:" + PASSWORD},
-     "ctl1: k3s_server_agent_token is required: the agent token's password"),
+@pytest.mark.parametrize(("case", "message"), [
+    ("missing", "missing required arguments: k3s_server_agent_token"),
+    ("same-as-server-token", "ctl1: k3s_server_agent_token is required: the agent token's password"),
+    ("k10-form", "ctl1: k3s_server_agent_token is required: the agent token's password"),
 ], ids=["missing", "same-as-server-token", "k10-form"])
-def test_server_agent_token_is_a_separate_required_password(tmp_path, hostvars, message):
-    site = {"k3s_node_install_method": "airgap", "k3s_node_airgap_dir": str(tmp_path / "airgap"), **hostvars}
-    rc, out = run_play(tmp_path, [play("k8s_server", "k3s_server")], ["ctl1"], site, check=True)
-    assert rc != 0, out
-    assert message in " ".join(out.split()), out
-    assert "changed=1" not in out and SERVER_PASSWORD not in out.replace("missing required", "")
+def test_server_agent_token_is_a_separate_required_password(runs, case, message):
+    run = runs["check"]
+    assert run.failed(*hosts(case, 1)), run.out
+    assert named(case, message) in run.messages(*hosts(case, 1)), run.out
+    assert run.changed(*hosts(case, 1)) == 0, run.out
+    assert SERVER_PASSWORD not in run.out.replace("missing required", "")
 
 
 @pytest.mark.parametrize("role", ["k3s_server", "k3s_agent"])
@@ -202,71 +294,52 @@ def test_token_variables_are_required_secrets_without_default(role):
         assert name not in spec["render"]["options"], "render needs no secret"
 
 
-def test_agent_builds_the_secure_token_from_the_first_servers_ca(tmp_path):
-    pem = self_signed_ca_pem()
-    ca_file = tmp_path / "server-ca.crt"
-    ca_file.write_text(pem)
-    out_file = tmp_path / "token"
-    dump = {"name": "Keep the token the role built", "no_log": True,
-            "ansible.builtin.copy": {"content": "{{ __k3s_agent_join_token }}", "dest": str(out_file), "mode": "0600"}}
-    rc, out = run_play(tmp_path, [play("k8s_agent", "k3s_agent", "token", [dump])], ["ctl1"],
-                       {"k3s_agent_token": PASSWORD, "k3s_agent_server_ca_file": str(ca_file)})
-    assert rc == 0, out
-    assert out_file.read_text() == f"K10{hashlib.sha256(pem.encode()).hexdigest()}::node:{PASSWORD}"
-    assert PASSWORD not in out, "the secret never appears in the output"
+def test_agent_builds_the_secure_token_from_the_first_servers_ca(runs):
+    run = runs["plain"]
+    assert not run.failed(*hosts("agent-token", agent=True)), run.out
+    pem = runs["cas"]["agent-token"]
+    token = (runs["tmp"] / f"{named('agent-token', 'gpu01')}.token").read_text()
+    assert token == f"K10{hashlib.sha256(pem.encode()).hexdigest()}::node:{PASSWORD}"
+    assert PASSWORD not in run.out, "the secret never appears in the output"
 
 
-def test_agent_stops_when_the_first_server_has_no_ca(tmp_path):
-    rc, out = run_play(tmp_path, [play("k8s_agent", "k3s_agent", "token")], ["ctl1"],
-                       {"k3s_agent_token": PASSWORD, "k3s_agent_server_ca_file": str(tmp_path / "absent.crt")})
-    assert rc != 0, out
-    assert "fatal: [gpu01" in out and "absent.crt" in out, out
+def test_agent_stops_when_the_first_server_has_no_ca(runs):
+    run = runs["plain"]
+    assert run.failed(*hosts("agent-no-ca", agent=True)), run.out
+    assert "absent.crt" in run.messages(*hosts("agent-no-ca", agent=True)), run.out
 
 
-def server_config(tmp, ca_pem, check=False, servers=("ctl1", "ctl2", "ctl3")):
-    """k3s_server's facts and config steps on every server (config directory under tmp/<host>), the first server's CA
-    at tmp/server-ca.crt unless ca_pem is None; the play ends before the restart handlers."""
-    if ca_pem is not None:
-        (tmp / "server-ca.crt").write_text(ca_pem)
-    steps = play("k8s_server", "k3s_server", "facts",
-                 [{"name": "Configure", "ansible.builtin.import_role": {"name": "k3s_server", "tasks_from": "config"}},
-                  {"name": "Stop before the restart handlers", "ansible.builtin.meta": "end_host"}])
-    site = {"k3s_server_token": SERVER_PASSWORD, "k3s_server_agent_token": PASSWORD,
-            "cluster_k8s_api_endpoint": "k8s-api.lab", "k3s_server_ca_file": str(tmp / "server-ca.crt"),
-            "k3s_server_config_dir": str(tmp) + "/{{ inventory_hostname }}"}
-    return run_play(tmp, [steps], list(servers), site, check=check)
-
-
-def test_servers_after_the_first_join_with_the_ca_pinned_server_token_in_0600_files(tmp_path):
-    pem = self_signed_ca_pem()
-    rc, out = server_config(tmp_path, pem)
-    assert rc == 0, out
-    pinned = f"K10{hashlib.sha256(pem.encode()).hexdigest()}::server:{SERVER_PASSWORD}\n"
-    tokens = {host: (tmp_path / host / "token").read_text() for host in ("ctl1", "ctl2", "ctl3")}
-    assert tokens == {"ctl1": SERVER_PASSWORD + "\n", "ctl2": pinned, "ctl3": pinned}
-    for host in ("ctl1", "ctl2", "ctl3"):
+def test_servers_after_the_first_join_with_the_ca_pinned_server_token_in_0600_files(runs):
+    run, case = runs["plain"], "server-config"
+    assert not run.failed(*hosts(case, 3)), run.out
+    pinned = f"K10{hashlib.sha256(runs['cas'][case].encode()).hexdigest()}::server:{SERVER_PASSWORD}\n"
+    base = runs["dirs"][case]
+    tokens = {host: (base / host / "token").read_text() for host in hosts(case, 3)}
+    assert tokens == dict(zip(hosts(case, 3), [SERVER_PASSWORD + "\n", pinned, pinned], strict=True))
+    for host in hosts(case, 3):
         for name in ("token", "agent-token", "config.yaml"):
-            assert (tmp_path / host / name).stat().st_mode & 0o777 == 0o600, f"{host}: {name}"
-    assert SERVER_PASSWORD not in out and PASSWORD not in out, "the secrets never appear in the output"
+            assert (base / host / name).stat().st_mode & 0o777 == 0o600, f"{host}: {name}"
+    assert SERVER_PASSWORD not in run.out and PASSWORD not in run.out, "the secrets never appear in the output"
 
 
-def test_a_joining_server_without_the_first_servers_ca_stops_naming_host_and_variable(tmp_path):
-    rc, out = server_config(tmp_path, None)
-    assert rc != 0, out
-    flat = " ".join(out.split())
-    assert f"ctl2: ctl1:{tmp_path}/server-ca.crt (k3s_server_ca_file) is missing" in flat, out
-    assert not (tmp_path / "ctl2" / "token").exists()
-    assert SERVER_PASSWORD not in out
+def test_a_joining_server_without_the_first_servers_ca_stops_naming_host_and_variable(runs):
+    run, case = runs["plain"], "server-no-ca"
+    assert run.failed(*hosts(case, 3)), run.out
+    flat = run.messages(*hosts(case, 3))
+    missing = f"ctl2: ctl1:{runs['dirs'][case]}/server-ca.crt (k3s_server_ca_file) is missing"
+    assert named(case, missing) in flat, run.out
+    assert not (runs["dirs"][case] / named(case, "ctl2") / "token").exists()
+    assert SERVER_PASSWORD not in run.out
     # Under --check before the first server ran there is no CA yet: the run goes on and writes nothing.
-    rc, out = server_config(tmp_path, None, check=True)
-    assert rc == 0, out
-    assert not (tmp_path / "ctl2" / "token").exists() and SERVER_PASSWORD not in out
+    run, case = runs["check"], "server-no-ca-check"
+    assert not run.failed(*hosts(case, 3)), run.out
+    assert not (runs["dirs"][case] / named(case, "ctl2") / "token").exists() and SERVER_PASSWORD not in run.out
 
 
-@pytest.mark.parametrize("token", ["has:a-colon-in-the-middle", "has a space in the middle!"])
-def test_a_server_token_the_secure_form_cannot_carry_is_refused_without_echoing_it(tmp_path, token):
-    rc, out = run_play(tmp_path, [play("k8s_server", "k3s_server", "tokens")], ["ctl1"],
-                       {"k3s_server_token": token, "k3s_server_agent_token": PASSWORD})
-    assert rc != 0, out
-    assert "ctl1: k3s_server_token is required: the server token's password" in " ".join(out.split()), out
-    assert token not in out
+@pytest.mark.parametrize("case", SERVER_TOKEN_CASES)
+def test_a_server_token_the_secure_form_cannot_carry_is_refused_without_echoing_it(runs, case):
+    run = runs["plain"]
+    assert run.failed(*hosts(case, 1)), run.out
+    assert named(case, "ctl1: k3s_server_token is required: the server token's password") in run.messages(
+        *hosts(case, 1)), run.out
+    assert SERVER_TOKEN_CASES[case] not in run.out

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 import yaml
+from conftest import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLES = ROOT / "roles"
@@ -115,11 +116,8 @@ def run_k3s_node(tmp, check=False):
                                                        "{{ {'upgrade': k3s_node_upgrade | bool,"
                                                        " 'changed': k3s_node_changed | bool} | to_json }}"}}]}]
     (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    args = [str(pathlib.Path(sys.executable).with_name("ansible-playbook")), "-i", "localhost,", "-c", "local",
-            "-e", f"ansible_python_interpreter={sys.executable}", str(tmp / "play.yml")]
-    args += ["--check"] if check else []
-    result = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    result = run_playbook("-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}",
+                          tmp / "play.yml", *(["--check"] if check else []))
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(out.read_text())
 

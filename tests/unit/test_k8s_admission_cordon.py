@@ -10,15 +10,13 @@ These runs play k8s_pool_labels on localhost with k8s_pool_labels_apply=false: t
 proof on a real API server is molecule/k8s_cluster's verify.
 """
 
-import os
 import pathlib
-import subprocess
 import sys
 
 import yaml
+from conftest import ansible_env, run_plays
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 ADMITTED = "node-restriction.kubernetes.io/gpufleet-admitted"
 HOLD = {"key": "gpufleet.io/hold", "value": "gate", "effect": "NoSchedule"}
 POOL = {"key": "gpufleet.io/pool", "value": "kubernetes", "effect": "NoSchedule"}
@@ -40,12 +38,7 @@ def render(tmp, model_nodes, verdicts):
                  "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
                 for h in hosts]}}}],
     }]
-    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="false")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300, check=False)
+    result = run_plays(tmp, play, inventory, env=ansible_env(ANSIBLE_LOCALHOST_WARNING="false"))
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     docs = [d for d in yaml.safe_load_all((tmp / "out" / "nodes.yaml").read_text()) if d]
     return {d["metadata"]["name"]: d for d in docs}

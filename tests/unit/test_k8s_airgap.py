@@ -4,20 +4,18 @@ applied from files/crds before the chart."""
 
 import base64
 import gzip
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 import yaml
 from ansible.errors import AnsibleFilterError
+from conftest import run_cases
 from k3s import image_registry, k3s_unmirrored_images  # filter_plugins/k3s.py
 from k8s_files import k8s_file_text  # filter_plugins/k8s_files.py
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VERSIONS = yaml.safe_load((ROOT / "playbooks/vars/k8s_versions.yml").read_text())["cluster_k8s_versions"]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 ADDONS = ["gpu_operator", "volcano", "kueue", "kuberay"]
 IMAGES = [image for addon in ADDONS for image in VERSIONS[addon]["images"]]
 MIRROR = ["https://mirror.site:5000"]
@@ -78,18 +76,23 @@ def test_file_text_gunzips_the_stored_crds_and_passes_plain_text_through():
         k8s_file_text(base64.b64encode(b"\x1f\x8b broken gzip").decode())
 
 
-def run(tmp, plays, hostvars):
-    inventory = {"all": {
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, **hostvars},
-        "children": {"k8s_server": {"hosts": {"ctl1": {"ansible_host": "10.0.0.1"}}},
-                     "k8s_agent": {"hosts": {"gpu01": {"ansible_host": "10.0.1.1"}}}},
-    }}
-    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300, check=False)
-    return result.returncode, result.stdout + result.stderr
+# Every ansible-playbook case is a host of its own with the case's settings as host variables, in one inventory
+# played by one run (a module fixture); each test judges its own host. k8s_server holds only the server case, so
+# the agents' servers (the group, by default) are one server as before.
+MIRRORS_BUT_DOCKER = {"mirrors": {r: {"endpoint": MIRROR} for r in ("nvcr.io", "registry.k8s.io", "quay.io")}}
+CASES = {  # case: (role, host, group, settings without the render directory)
+    "airgapped": ("k3s_agent", "gpu02", "k8s_agent", {
+        "k3s_agent_install_method": "airgap", "k3s_agent_registries": {
+            **ALL_MIRRORS, "configs": {"mirror.site:5000": {"auth": {"username": "u", "password": "p4ss"}}}}}),
+    "no-mirror-k3s_server": ("k3s_server", "ctl2", "k8s_server", {
+        "k3s_server_install_method": "airgap", "k3s_server_registries": MIRRORS_BUT_DOCKER}),
+    "no-mirror-k3s_agent": ("k3s_agent", "gpu01", "k8s_agent", {
+        "k3s_agent_install_method": "airgap", "k3s_agent_registries": MIRRORS_BUT_DOCKER}),
+    "downloading": ("k3s_agent", "gpu03", "k8s_agent", {}),
+    "kuberay": ("kuberay", "ctl3", "kuberay_cases", {}),
+    "kuberay-without-crds": ("kuberay", "ctl1", "kuberay_cases", {
+        "kuberay_crd_paths": [str(ROOT / "files/crds/volcano" / VERSIONS["volcano"]["version"])]}),
+}
 
 
 def k3s_render_play(hosts, role):
@@ -98,34 +101,50 @@ def k3s_render_play(hosts, role):
             "tasks": [{"name": "Run", "ansible.builtin.import_role": {"name": role, "tasks_from": "render"}}]}
 
 
-def test_airgapped_render_writes_the_mirrors_without_credentials(tmp_path):
-    registries = {**ALL_MIRRORS, "configs": {"mirror.site:5000": {"auth": {"username": "u", "password": "p4ss"}}}}
-    rc, out = run(tmp_path, [k3s_render_play("k8s_agent", "k3s_agent")], {
-        "k3s_agent_render_dir": str(tmp_path / "out"), "k3s_agent_install_method": "airgap",
-        "k3s_agent_registries": registries})
-    assert rc == 0, out
-    text = (tmp_path / "out/gpu01/etc/rancher/k3s/registries.yaml").read_text()
+def kuberay_play():
+    return {"name": "kuberay", "hosts": "kuberay_cases", "gather_facts": False,
+            "vars_files": [str(ROOT / "playbooks/vars/k8s_versions.yml")], "roles": [{"role": "kuberay"},
+                      {"role": "k8s_release", "k8s_release_releases": ["{{ kuberay_rendered }}"]}]}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """The run of every case: a CaseRun, with each case's directory as .dirs."""
+    tmp = tmp_path_factory.mktemp("k8s_airgap")
+    groups = {}
+    for case, (role, host, group, settings) in CASES.items():
+        out = {"kuberay_apply": False, "kuberay_manifest_dir": str(tmp / case / "ray")} if role == "kuberay" else {
+            f"{role}_render_dir": str(tmp / case / "out")}
+        groups.setdefault(group, {"hosts": {}})["hosts"][host] = {
+            "ansible_host": {"ctl2": "10.0.0.1"}.get(host, "10.0.1.1"), **out, **settings}
+    inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+                         "children": groups}}
+    # A play whose every host fails ends the playbook: the server's (its one case fails) comes last.
+    plays = [kuberay_play(), k3s_render_play("k8s_agent", "k3s_agent"), k3s_render_play("k8s_server", "k3s_server")]
+    (tmp / "run").mkdir()
+    result = run_cases(tmp / "run", plays, inventory)
+    result.dirs = {case: tmp / case for case in CASES}
+    return result
+
+
+def test_airgapped_render_writes_the_mirrors_without_credentials(run):
+    assert not run.failed("gpu02"), run.out
+    text = (run.dirs["airgapped"] / "out/gpu02/etc/rancher/k3s/registries.yaml").read_text()
     assert yaml.safe_load(text) == ALL_MIRRORS and "p4ss" not in text
 
 
 @pytest.mark.parametrize("role", ["k3s_server", "k3s_agent"])
-def test_airgapped_render_without_a_mirror_fails_naming_host_variable_and_images(tmp_path, role):
-    host, group = ("ctl1", "k8s_server") if role == "k3s_server" else ("gpu01", "k8s_agent")
-    mirrors = {"mirrors": {r: {"endpoint": MIRROR} for r in ("nvcr.io", "registry.k8s.io", "quay.io")}}
-    rc, out = run(tmp_path, [k3s_render_play(group, role)], {
-        f"{role}_render_dir": str(tmp_path / "out"), f"{role}_install_method": "airgap",
-        f"{role}_registries": mirrors})
-    assert rc != 0, out
-    flat = " ".join(out.split())
+def test_airgapped_render_without_a_mirror_fails_naming_host_variable_and_images(run, role):
+    host = CASES[f"no-mirror-{role}"][1]
+    assert run.failed(host), run.out
+    flat = run.messages(host)
     assert f"{host}: with {role}_install_method airgap, {role}_registries has no mirror for the registry of" in flat
-    assert "docker.io/volcanosh/vc-scheduler:v1.15.1" in flat, out
+    assert "docker.io/volcanosh/vc-scheduler:v1.15.1" in flat, run.out
 
 
-def test_downloading_sites_need_no_mirror(tmp_path):
-    rc, out = run(tmp_path, [k3s_render_play("k8s_agent", "k3s_agent")],
-                  {"k3s_agent_render_dir": str(tmp_path / "out")})
-    assert rc == 0, out
-    assert not (tmp_path / "out/gpu01/etc/rancher/k3s/registries.yaml").exists()
+def test_downloading_sites_need_no_mirror(run):
+    assert not run.failed("gpu03"), run.out
+    assert not (run.dirs["downloading"] / "out/gpu03/etc/rancher/k3s/registries.yaml").exists()
 
 
 @pytest.mark.parametrize("role", ["k3s_server", "k3s_agent"])
@@ -136,16 +155,9 @@ def test_registries_file_on_the_node_is_0600_and_its_task_hides_the_content(role
     assert write["ansible.builtin.template"]["mode"] == "0600" and write["no_log"] is True
 
 
-def kuberay_play():
-    return {"name": "kuberay", "hosts": "k8s_server", "gather_facts": False,
-            "vars_files": [str(ROOT / "playbooks/vars/k8s_versions.yml")], "roles": [{"role": "kuberay"},
-                      {"role": "k8s_release", "k8s_release_releases": ["{{ kuberay_rendered }}"]}]}
-
-
-def test_kuberay_writes_the_pinned_crds_and_applies_them_before_a_chart_installed_without_crds(tmp_path):
-    rc, out = run(tmp_path, [kuberay_play()], {"kuberay_apply": False, "kuberay_manifest_dir": str(tmp_path / "ray")})
-    assert rc == 0, out
-    crds = [d for d in yaml.safe_load_all((tmp_path / "ray/crds.yaml").read_text()) if d]
+def test_kuberay_writes_the_pinned_crds_and_applies_them_before_a_chart_installed_without_crds(run):
+    assert not run.failed("ctl3"), run.out
+    crds = [d for d in yaml.safe_load_all((run.dirs["kuberay"] / "ray/crds.yaml").read_text()) if d]
     assert sorted(d["metadata"]["name"] for d in crds) == [
         "rayclusters.ray.io", "raycronjobs.ray.io", "rayjobs.ray.io", "rayservices.ray.io"]
     stored = sorted((ROOT / "files/crds/kuberay" / VERSIONS["kuberay"]["version"]).glob("*.yaml.gz"))
@@ -164,12 +176,9 @@ def test_kuberay_writes_the_pinned_crds_and_applies_them_before_a_chart_installe
     assert release["chart"]["skip_crds"] is True
 
 
-def test_kuberay_without_its_crds_fails_naming_host_and_variable(tmp_path):
-    rc, out = run(tmp_path, [kuberay_play()], {
-        "kuberay_apply": False, "kuberay_manifest_dir": str(tmp_path / "ray"),
-        "kuberay_crd_paths": [str(ROOT / "files/crds/volcano" / VERSIONS["volcano"]["version"])]})
-    assert rc != 0, out
-    assert "ctl1: kuberay_crd_paths" in " ".join(out.split()), out
+def test_kuberay_without_its_crds_fails_naming_host_and_variable(run):
+    assert run.failed("ctl1"), run.out
+    assert "ctl1: kuberay_crd_paths" in run.messages("ctl1"), run.out
 
 
 def test_yaml_docs_parses_a_stream_like_from_yaml_all_and_refuses_what_is_not_yaml():

@@ -1,20 +1,16 @@
 """k8s_client: the first server's Python kubernetes client, from apt when new enough, else a pinned virtualenv."""
 
-import os
 import pathlib
-import subprocess
-import sys
 
 import ansible_collections.kubernetes.core as kubernetes_core
 import pytest
 import yaml
 from ansible.module_utils.k8s_client import apt_candidate, client_plan, upstream_version
-from conftest import PINS
+from conftest import PINS, run_playbook
 from hypothesis import given
 from hypothesis import strategies as st
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 VENV = "/opt/gpufleet/k8s-client"
 # `apt-cache policy python3-kubernetes` as Debian 13 and Debian 12 print it, and on a host that has no such package.
 TRIXIE = """python3-kubernetes:
@@ -126,8 +122,6 @@ def test_k8s_yml_readies_the_client_before_the_first_kubernetes_core_play():
 
 @pytest.mark.parametrize("inventory", ["inventory/lab", "inventory/example"])
 def test_k8s_and_site_playbooks_pass_syntax_check(inventory):
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
     for playbook in ("playbooks/k8s.yml", "playbooks/site.yml"):
-        result = subprocess.run([PLAYBOOK, "-i", inventory, "--syntax-check", playbook], cwd=ROOT, env=env,
-                                capture_output=True, text=True, timeout=300, check=False)
+        result = run_playbook("-i", inventory, "--syntax-check", playbook)
         assert result.returncode == 0, result.stdout + result.stderr

@@ -7,15 +7,13 @@ one GPU node (--limit gpu07) still runs the tasks it delegates to the first serv
 """
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
 import yaml
+from conftest import run_plays
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 ENTRY_POINTS = ["site.yml", "gate.yml", "pools.yml", "maintain.yml", "node_stack.yml", "k8s.yml", "k8s_quota.yml",
                 "status.yml"]
 
@@ -48,12 +46,7 @@ def test_a_run_limited_to_a_gpu_node_delegates_to_the_server_with_its_virtualenv
                            " | map(attribute='ansible_facts.ansible_python.executable'))) | to_json }}"},
              "delegate_to": "localhost"}]},
     ]
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(plays))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
-                             "--limit", "gpu07"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-                            check=False)
+    result = run_plays(tmp_path, plays, inventory, "--limit", "gpu07")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     seen = json.loads(out.read_text())
     assert seen == {

@@ -2,17 +2,15 @@
 regenerates its config.toml), CDI is on, MIG is left as configured on unlabelled nodes, and the namespace with
 its Pod Security label exists before the chart installs."""
 
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 import yaml
+from conftest import run_plays
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles/gpu_operator"
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 
 
 def render(tmp, **hostvars):
@@ -24,11 +22,7 @@ def render(tmp, **hostvars):
               "vars_files": [str(ROOT / "playbooks/vars/k8s_versions.yml")],
               "roles": [{"role": "gpu_operator"},
                         {"role": "k8s_release", "k8s_release_releases": ["{{ gpu_operator_rendered }}"]}]}]
-    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300, check=False)
+    result = run_plays(tmp, plays, inventory)
     return result.returncode, result.stdout + result.stderr
 
 

@@ -1,17 +1,15 @@
 """kubeadm roles: v1beta4 documents rendered from data, checked structurally, held out of service, secrets required."""
 
-import os
 import pathlib
 import re
-import subprocess
 import sys
 
 import pytest
 import yaml
+from conftest import run_plays
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLES = ROOT / "roles"
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 REDACTED = "000000.0000000000000000"
 
 # Top-level fields of the kubeadm v1beta4 and kubelet v1beta1 kinds, from the upstream API reference
@@ -50,7 +48,7 @@ def check_structure(doc):
         assert set(doc["discovery"]["bootstrapToken"]) <= BOOTSTRAP_TOKEN_DISCOVERY
 
 
-def write_inventory(tmp, hostvars):
+def make_inventory(tmp, hostvars):
     inventory = {
         "all": {
             "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
@@ -60,15 +58,11 @@ def write_inventory(tmp, hostvars):
                          "k8s_agent": {"hosts": {"gpu01": {"ansible_host": "10.0.0.21"}}}},
         }
     }
-    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    return inventory
 
 
 def run_play(tmp, plays, hostvars=None, check=False):
-    write_inventory(tmp, hostvars or {})
-    (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    args = [PLAYBOOK, "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")] + (["--check"] if check else [])
-    result = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    result = run_plays(tmp, plays, make_inventory(tmp, hostvars or {}), *(["--check"] if check else []))
     return result.returncode, result.stdout + result.stderr
 
 

@@ -1,17 +1,15 @@
 """One distribution setting chooses the admin kubeconfig of every role that talks to the API server."""
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 import yaml
 from ansible.module_utils.k8s_distribution import admin_kubeconfig, server_ca
+from conftest import run_plays
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 K3S = "/etc/rancher/k3s/k3s.yaml"
 KUBEADM = "/etc/kubernetes/admin.conf"
 # Every role that reads the cluster through kubernetes.core, and its kubeconfig variable.
@@ -48,11 +46,7 @@ def resolved_defaults(tmp, hostvars, variables=None):
         "tasks": [{"name": "Write", "ansible.builtin.copy": {"content": values, "dest": str(out),
                                                                   "mode": "0644"}}],
     }]
-    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300, check=False)
+    result = run_plays(tmp, play, inventory)
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(out.read_text())
 

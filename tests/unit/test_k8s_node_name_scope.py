@@ -7,16 +7,12 @@ Kubernetes pool is still cross-checked. The hosts run locally, so their gathered
 is neither inventory name.
 """
 
-import os
 import pathlib
-import subprocess
 import sys
 
-import yaml
+from conftest import run_plays
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
-ENV = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
 
 
 def names(tmp_path, host, **all_vars):
@@ -31,10 +27,7 @@ def names(tmp_path, host, **all_vars):
                             str(ROOT / "roles/nvidia_driver/defaults/main.yml")],
              "tasks": [{"ansible.builtin.debug": {"msg": "NAMES {{ health_gate_k8s_node_name }} "
                                                          "{{ nvidia_driver_k8s_node_name }}"}}]}]
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
-    return subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")], cwd=ROOT,
-                          env=ENV, capture_output=True, text=True, timeout=120, check=False)
+    return run_plays(tmp_path, play, inventory, timeout=120, sort_keys=True)
 
 
 def test_a_slurm_only_node_keeps_its_inventory_name_whatever_its_hostname(tmp_path):

@@ -10,18 +10,16 @@ which pool holds each node (pool_planner's ``live`` entry point, nothing planned
 of its own, the Kubernetes pool's with no Slurm controller. The lab proof on a real API server is molecule/k8s_cluster.
 """
 
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 import yaml
+from conftest import ansible_env, run_plays
 
 from module_utils.k8s_pool import node_admission
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 ADMITTED = "node-restriction.kubernetes.io/gpufleet-admitted"
 HOLD = {"key": "gpufleet.io/hold", "value": "gate", "effect": "NoSchedule"}
 POOL = {"key": "gpufleet.io/pool", "value": "kubernetes", "effect": "NoSchedule"}
@@ -49,12 +47,7 @@ def test_only_a_held_node_without_verdict_or_fail_taint_waits_for_its_gate(obj, 
 
 
 def run(tmp, plays, inventory):
-    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="false")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300, check=False)
+    result = run_plays(tmp, plays, inventory, env=ansible_env(ANSIBLE_LOCALHOST_WARNING="false"))
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     return result.stdout
 

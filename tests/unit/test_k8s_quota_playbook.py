@@ -4,17 +4,15 @@
 `--limit` filters the hosts of every play, so the quota play holds the servers and the GPU nodes, and its first host
 runs the roles once, delegated to the first server, with the first server's settings of those roles."""
 
-import os
 import pathlib
 import re
-import subprocess
 import sys
 
 import yaml
+from conftest import ansible_env, run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
-ENV = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="false")
+ENV = ansible_env(ANSIBLE_LOCALHOST_WARNING="false")
 
 
 def last_play_hosts(out):
@@ -25,9 +23,8 @@ def last_play_hosts(out):
 
 
 def test_gate_limited_to_one_gpu_node_still_has_a_host_that_refreshes_the_quota():
-    result = subprocess.run([PLAYBOOK, "-i", "inventory/example", "playbooks/gate.yml", "--list-hosts",
-                             "--limit", "gpu07"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120,
-                            check=False)
+    result = run_playbook("-i", "inventory/example", "playbooks/gate.yml", "--list-hosts", "--limit", "gpu07",
+                          env=ENV, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     name, hosts = last_play_hosts(result.stdout)
     assert name.startswith("Recompute Kueue's"), result.stdout
@@ -61,9 +58,8 @@ def run_quota(tmp_path, *limit):
     }
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "extra.yml").write_text(yaml.safe_dump(extra))
-    args = [PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), "playbooks/k8s_quota.yml", "-e", f"@{tmp_path / 'extra.yml'}"]
-    result = subprocess.run(args + (["--limit", ",".join(limit)] if limit else []), cwd=ROOT, env=ENV,
-                            capture_output=True, text=True, timeout=300, check=False)
+    result = run_playbook("-i", tmp_path / "hosts.yml", "playbooks/k8s_quota.yml", "-e", f"@{tmp_path / 'extra.yml'}",
+                          *(["--limit", ",".join(limit)] if limit else []), env=ENV)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     resources = out / "kueue" / "resources.yaml"
     assert resources.is_file(), f"no Kueue render: the quota play did not run\n{result.stdout[-6000:]}"
@@ -99,8 +95,7 @@ def test_an_inventory_without_a_kubernetes_server_ends_the_quota_play_touching_n
         "gpu_nodes": {"hosts": {"gpu01": {"ansible_host": "192.0.2.11"}, "gpu02": {"ansible_host": "192.0.2.12"}}},
     }}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), "playbooks/k8s_quota.yml"], cwd=ROOT,
-                            env=ENV, capture_output=True, text=True, timeout=120, check=False)
+    result = run_playbook("-i", tmp_path / "hosts.yml", "playbooks/k8s_quota.yml", env=ENV, timeout=120)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     # the play ended before any task reached a host: the recap names none
     assert "gpu01" not in quota_play(result.stdout) and "ctl1" not in quota_play(result.stdout), result.stdout

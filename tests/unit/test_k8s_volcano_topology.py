@@ -2,15 +2,13 @@
 configuration (Volcano 1.15.1: plugin name and arguments from pkg/scheduler/plugins/network-topology-aware), and a
 tier list without it is refused while HyperNodes are rendered."""
 
-import os
 import pathlib
-import subprocess
 import sys
 
 import yaml
+from conftest import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 HYPERNODE = {"apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode", "metadata": {"name": "leaf1"},
              "spec": {"tier": 1, "members": [{"type": "Node", "selector": {
                  "labelMatch": {"matchLabels": {"gpufleet.io/leaf": "leaf1"}}}}]}}
@@ -27,9 +25,7 @@ def render(tmp_path, **overrides):
     }]
     path = tmp_path / "play.yml"
     path.write_text(yaml.safe_dump(play))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    return subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", str(path)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return run_playbook("-i", "localhost,", "-c", "local", path)
 
 
 def test_rendered_scheduler_config_enables_network_topology_aware_scheduling(tmp_path):

@@ -3,18 +3,15 @@ owns, nor restarts a containerd unit. k3s generates its own configuration on eve
 runtimes it finds then) and has no containerd unit; on kubeadm the containerd role owns config.toml and the GPU
 Operator's toolkit its runtimes' drop-in."""
 
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 import yaml
-from conftest import flat_tasks
+from conftest import flat_tasks, run_plays
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles/nvidia_container_toolkit"
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 # The containerd files of either distribution: k3s's generated configuration, kubeadm's system containerd.
 CONTAINERD_PATHS = ("/var/lib/rancher/k3s/agent/etc/containerd", "/etc/containerd")
 SERVICE_MODULES = {"ansible.builtin.systemd_service", "ansible.builtin.systemd", "ansible.builtin.service"}
@@ -28,11 +25,7 @@ def listed_tasks(tmp, distribution):
     plays = [{"name": "Install the GPU node stack", "hosts": "node_stack", "gather_facts": False,
               "vars_files": [str(ROOT / "playbooks/vars/node_stack_versions.yml")],
               "roles": [{"role": "nvidia_container_toolkit"}]}]
-    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp / "play.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp / "hosts.yml"), "--list-tasks", str(tmp / "play.yml")],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    result = run_plays(tmp, plays, inventory, "--list-tasks")
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 

@@ -10,15 +10,12 @@ tmp_path; the GPU nodes are inventory entries only, never contacted.
 """
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
-import yaml
+from conftest import ansible_env, run_plays
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 POLICY = {"pools": {"slurm": {"min": 1, "target": 2}, "k8s": {"min": 1, "target": 2}}, "max_unavailable": 1}
 
 
@@ -46,12 +43,7 @@ def run_planner(tmp, kubeconfig_exists=False, ca_exists=False, k8s=True):
                 "content": "{{ {'targets': pool_planner_plan.targets, 'k8s_fresh': pool_planner_k8s_fresh,"
                            " 'k8s_agent': groups['k8s_agent'] | default([]) | sort} | to_json }}"}},
         ]}]
-    (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    (tmp / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="false")
-    result = subprocess.run([PLAYBOOK, "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml")], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300, check=False)
+    result = run_plays(tmp, play, inventory, env=ansible_env(ANSIBLE_LOCALHOST_WARNING="false"))
     return result, (json.loads(out.read_text()) if out.exists() else None)
 
 

@@ -1,22 +1,15 @@
 """site.yml stops in preflight, before any node is contacted, on a bad inventory."""
 
-import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
+from conftest import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PLAYBOOK = [str(pathlib.Path(sys.executable).with_name("ansible-playbook")), "playbooks/site.yml"]
 
 
 def run_site(inventory):
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    return subprocess.run(
-        [*PLAYBOOK, "-i", f"tests/inventories/{inventory}/hosts.yml"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )
+    return run_playbook("playbooks/site.yml", "-i", f"tests/inventories/{inventory}/hosts.yml", timeout=120)
 
 
 @pytest.mark.parametrize(
@@ -139,12 +132,9 @@ def test_only_the_sliceable_entry_point_runs_on_a_slice(sliceable, refused):
     # node_stack.yml imports the shared head with __preflight_sliceable: true (node-local plays); site.yml,
     # pools.yml and gate.yml do not. --limit localhost,ctl1: only the preflight play runs (ctl1 is in no
     # other play of the head), no node is contacted.
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run(
-        [PLAYBOOK[0], "playbooks/preflight.yml", "-i", "tests/inventories/bad_slice/hosts.yml",
-         "--limit", "localhost,ctl1", "-e", f"__preflight_sliceable={str(sliceable).lower()}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )
+    result = run_playbook("playbooks/preflight.yml", "-i", "tests/inventories/bad_slice/hosts.yml",
+                          "--limit", "localhost,ctl1", "-e", f"__preflight_sliceable={str(sliceable).lower()}",
+                          timeout=120)
     out = result.stdout + result.stderr
     assert (result.returncode != 0) is refused, out
     assert ("variable cluster_expected_hosts: group gpu_nodes holds 2 host(s)" in out) is refused, out
@@ -157,11 +147,7 @@ def test_only_the_sliceable_entry_point_runs_on_a_slice(sliceable, refused):
 def test_a_hostile_inventory_stops_in_preflight_with_only_localhost_in_the_recap():
     # tests/inventories/hostile: host names Slurm or Kubernetes would read otherwise, a leaf that is a hostlist,
     # a PAM line injected as an exempt user, a login pam_slurm_adopt would refuse and cluster_gpu_count 80.
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run(
-        [*PLAYBOOK, "-i", "tests/inventories/hostile"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )
+    result = run_playbook("playbooks/site.yml", "-i", "tests/inventories/hostile", timeout=120)
     out = result.stdout + result.stderr
     assert result.returncode != 0, out
     flat = " ".join(out.split())  # the callback wraps long messages

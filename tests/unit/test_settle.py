@@ -9,8 +9,6 @@ import os
 import pathlib
 import re
 import stat
-import subprocess
-import sys
 
 import pytest
 import settle_receipt as module
@@ -24,7 +22,7 @@ from ansible.module_utils.settle import (
     verdict,
 )
 from ansible.module_utils.testing import patch_module_args
-from conftest import flat_tasks
+from conftest import ansible_env, flat_tasks, run_playbook
 from settle import code_digest, settle_choose
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -362,13 +360,10 @@ INPUTS_PLAY = """
 def test_the_inputs_digest_takes_every_inventory_and_is_stable(tmp_path, inventory):
     play = tmp_path / "inputs.yml"
     play.write_text(INPUTS_PLAY)
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_ROLES_PATH=str(ROOT / "roles"))
+    env = ansible_env(ANSIBLE_ROLES_PATH=str(ROOT / "roles"))
     digests = []
-    playbook = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
     for extra in ([], [], ["-e", "cluster_gpu_count=3"]):
-        out = subprocess.run([playbook, "-i", inventory, str(play), *extra],
-                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+        out = run_playbook("-i", inventory, play, *extra, env=env, timeout=120)
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
         digests.append(re.search(r"digest=([0-9a-f]{64})", out.stdout).group(1))
     assert digests[0] == digests[1] != digests[2]

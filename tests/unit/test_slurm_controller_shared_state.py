@@ -2,17 +2,15 @@
 started, naming the host and the variable: the share not mounted, the state directory outside it, or
 SlurmUser unable to write it. Runs the role's real task file on localhost."""
 
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 import yaml
+from conftest import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TASKS = ROOT / "roles/slurm_controller/tasks/shared_state.yml"
-PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 
 
 def run_shared_state(tmp_path, state_dir, mount):
@@ -33,16 +31,8 @@ def run_shared_state(tmp_path, state_dir, mount):
     ]
     playbook = tmp_path / "play.yml"
     playbook.write_text(yaml.safe_dump(play))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    result = subprocess.run(
-        [PLAYBOOK, "-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}", str(playbook)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run_playbook("-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}", playbook,
+                          timeout=120)
     return result.returncode, result.stdout + result.stderr
 
 

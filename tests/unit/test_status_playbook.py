@@ -1,14 +1,11 @@
 """status.yml checks the inventory as every other entry point does, before it reads anything."""
 
-import os
 import pathlib
-import subprocess
-import sys
 
 import yaml
+from conftest import ansible_env, run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-ANSIBLE_PLAYBOOK = str(pathlib.Path(sys.executable).with_name("ansible-playbook"))
 
 
 def plays_started(out):
@@ -26,9 +23,7 @@ def test_status_refuses_an_inventory_without_cluster_name_before_any_node_is_con
     }}}
     path = tmp_path / "hosts.yml"
     path.write_text(yaml.safe_dump(inventory))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_TIMEOUT="3")
-    result = subprocess.run([ANSIBLE_PLAYBOOK, "playbooks/status.yml", "-i", str(path)], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=180, check=False)
+    result = run_playbook("playbooks/status.yml", "-i", path, env=ansible_env(ANSIBLE_TIMEOUT="3"), timeout=180)
     out = result.stdout + result.stderr
     assert result.returncode != 0, out
     assert "host gpu01: variable cluster_name is required for members of group all" in out, out
