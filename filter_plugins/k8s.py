@@ -14,6 +14,7 @@ from ansible.module_utils.filter_errors import as_filter
 from ansible.module_utils.k8s_distribution import admin_kubeconfig, agent_service, server_ca
 from ansible.module_utils.k8s_pool import (
     clusterqueue_gpu_quota,
+    declared_gpu_resources,
     excluded_resources,
     gpu_admission_errors,
     leave_labels,
@@ -25,12 +26,29 @@ from ansible.module_utils.k8s_pool import (
 )
 from ansible.module_utils.k8s_schema import drop_nulls
 
+# Host variable of a node whose GPUs are shared or partitioned: the {resource: count} its device plugin must
+# advertise (module_utils/k8s_pool.declared_gpu_resources); without it, allocatable nvidia.com/gpu = its GPU count.
+GPU_RESOURCES_VAR = "cluster_k8s_gpu_resources"
+
+
+def _gpu_count(host, hostvars, count_var, resources_var=GPU_RESOURCES_VAR):
+    """``host``'s declared GPU resources (validated) where it has ``resources_var``, else its ``count_var``."""
+    values = hostvars[host] if host in hostvars else {}
+    declared = values.get(resources_var)
+    if declared is None:
+        return values.get(count_var)
+    try:
+        return declared_gpu_resources(dict(declared) if hasattr(declared, "items") else declared, resources_var)
+    except ValueError as exc:
+        raise AnsibleFilterError(f"{host}: {exc}") from exc
+
 
 def k8s_pool_gpu_total(nodes, hostvars, count_var):
-    """Sum host variable ``count_var`` over ``nodes``; fail naming the host and the variable."""
+    """Sum host variable ``count_var`` over ``nodes`` (a node's declared ``cluster_k8s_gpu_resources`` instead,
+    where it has them: their nvidia.com/gpu); fail naming the host and the variable."""
     counts = {}
     for node in nodes:
-        value = (hostvars.get(node) or {}).get(count_var)
+        value = _gpu_count(node, hostvars, count_var)
         if value is None:
             raise AnsibleFilterError(f"{node}: host variable {count_var} (GPU count) is not defined")
         counts[node] = value
@@ -64,8 +82,7 @@ def k8s_pool_admissions(hosts, node_objs, hostvars, count_var, validator_pods=()
     verdicts = dict(verdicts or {})
     # a modelled node (preflight) is no inventory host: it has no count, and needs none without a PASS
     # (HostVars.get on an unknown host does not return the default in ansible-core 2.19)
-    known = set(hostvars)
-    counts = {host: hostvars[host].get(count_var) if host in known else None for host in hosts}
+    counts = {host: _gpu_count(host, hostvars, count_var) for host in hosts}
     missing = [h for h in hosts if verdicts.get(h) == "PASS" and counts[h] is None]
     if missing:
         raise AnsibleFilterError(f"{missing[0]}: host variable {count_var} (GPU count) is not defined")
@@ -104,8 +121,9 @@ def k8s_node_names(hosts, hostvars, var="cluster_k8s_node_name"):
 
 
 def k8s_gpu_admission_errors(node_obj, host, hostvars, count_var, validator_pods=()):
-    """``gpu_admission_errors`` for inventory host ``host`` (GPU count from host variable ``count_var``)."""
-    count = (hostvars.get(host) or {}).get(count_var)
+    """``gpu_admission_errors`` for inventory host ``host`` (GPU count from host variable ``count_var``, or its
+    declared ``cluster_k8s_gpu_resources``)."""
+    count = _gpu_count(host, hostvars, count_var)
     if count is None:
         raise AnsibleFilterError(f"{host}: host variable {count_var} (GPU count) is not defined")
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ansible.module_utils.k8s_pool import declared_gpu_resources
 from ansible.module_utils.pool_policy import PIN_VAR, VAR, validate
 
 _TYPES = {
@@ -388,6 +389,24 @@ def gpu_count_majority_error(hosts, hostvars, found_var, expected_var, variable=
     )
 
 
+def gpu_resources_errors(hostvars, hosts, var):
+    """Hosts whose declared Kubernetes GPU resources (``var``, cluster_k8s_gpu_resources) are not understood.
+
+    Work at risk: admission compares a node's allocatable GPU resources with these; a name or count misread
+    would admit a node whose GPUs are not ready, or hold one forever. Refused here, naming host and variable.
+    """
+    errors = []
+    for host in hosts if var else []:
+        hv = hostvars[host]
+        if var in hv and hv[var] is not None:
+            value = hv[var]
+            try:
+                declared_gpu_resources(dict(value) if hasattr(value, "items") else value, var)
+            except ValueError as exc:
+                errors.append(f"host {host}: variable {exc}")
+    return errors
+
+
 def inventory_errors(hostvars, groups, rules):
     """All preflight errors for an inventory, in a stable order.
 
@@ -396,7 +415,7 @@ def inventory_errors(hostvars, groups, rules):
             all_or_none: {group: [var, ...]}, forbidden_chars: {var: rule}, hosts: [host, ...],
             controllers: [host, ...], controllers_shared_var: var, pool: see pool_errors,
             expected_hosts: {group: count}, count_ranges: {var: [low, high]}, pam_exempt: see
-            pam_exempt_errors}
+            pam_exempt_errors, gpu_resources_var: see gpu_resources_errors}
     Host names are always checked (host_name_errors).
     """
     hosts = list(rules.get("hosts") or groups.get("all", []))
@@ -415,4 +434,5 @@ def inventory_errors(hostvars, groups, rules):
     errors += expected_count_errors(groups, rules.get("expected_hosts") or {})
     errors += count_range_errors(hostvars, hosts, rules.get("count_ranges") or {})
     errors += pam_exempt_errors(hostvars, rules.get("pam_exempt") or {})
+    errors += gpu_resources_errors(hostvars, hosts, rules.get("gpu_resources_var"))
     return errors

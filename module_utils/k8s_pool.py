@@ -23,12 +23,15 @@ def parse_gpu_quantity(value):
     return int(match.group(1))
 
 
-def pool_gpu_total(nodes, gpu_counts):
-    """Sum the GPU counts of ``nodes``; ``gpu_counts`` maps node -> count. Missing counts are errors."""
+def pool_gpu_total(nodes, gpu_counts, resource=GPU_RESOURCE):
+    """Sum the GPU counts of ``nodes``; ``gpu_counts`` maps node -> count, or -> ``{resource: count}`` where the
+    node declares its GPU resources (``declared_gpu_resources``: then its ``resource``, 0 when it declares only
+    others, such as MIG devices). Missing counts are errors."""
     missing = [node for node in nodes if gpu_counts.get(node) is None]
     if missing:
         raise ValueError(f"no GPU count for node(s) {', '.join(sorted(missing))}")
-    return sum(parse_gpu_quantity(gpu_counts[node]) for node in nodes)
+    return sum(gpu_counts[node].get(resource, 0) if isinstance(gpu_counts[node], dict)
+               else parse_gpu_quantity(gpu_counts[node]) for node in nodes)
 
 
 # A Kubernetes quantity (k8s.io/apimachinery resource.Quantity): a number, then a binary-SI suffix, a decimal-SI
@@ -167,12 +170,49 @@ def pod_ready(pod):
                for c in status.get("conditions") or [])
 
 
+# The GPU resources a device plugin may advertise: whole or time-sliced GPUs (nvidia.com/gpu; renamed with
+# renameByDefault: nvidia.com/gpu.shared) and MIG devices of the mixed strategy (nvidia.com/mig-<g>g.<mem>gb[.me]).
+_GPU_RESOURCE_NAME = re.compile(r"^nvidia\.com/(gpu(\.shared)?|mig-[1-9][0-9]*g\.[1-9][0-9]*gb(\.me)?)$")
+
+
+def is_gpu_resource(name):
+    """Whether an extended resource name is one of the GPU resources the NVIDIA device plugin advertises."""
+    return bool(_GPU_RESOURCE_NAME.match(str(name)))
+
+
+def declared_gpu_resources(value, var="cluster_k8s_gpu_resources"):
+    """The ``{resource: count}`` a node's device plugin must advertise, from host variable ``var``.
+
+    For GPUs that are shared or partitioned, where allocatable ``nvidia.com/gpu`` is not the GPU count:
+    time-slicing ``{nvidia.com/gpu: GPUs x replicas}``, MIG's single strategy ``{nvidia.com/gpu: MIG devices}``,
+    MIG's mixed strategy ``{nvidia.com/mig-1g.10gb: 56}``. Each name must be a GPU resource, each count a whole
+    number above 0; anything else is a ValueError naming ``var`` (fail closed: no admission on a guess).
+    """
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"{var} must map GPU resource names to counts, not {value!r}")
+    out = {}
+    for name, count in value.items():
+        if not is_gpu_resource(name):
+            raise ValueError(f"{var}: {name!r} is no GPU resource (nvidia.com/gpu, nvidia.com/gpu.shared or "
+                             "nvidia.com/mig-<g>g.<mem>gb)")
+        try:
+            number = parse_gpu_quantity(count)
+        except ValueError as exc:
+            raise ValueError(f"{var}: {name}: {exc}") from exc
+        if number < 1:
+            raise ValueError(f"{var}: {name}: the count must be at least 1, not {number}")
+        out[str(name)] = number
+    return out
+
+
 def gpu_admission_errors(node_obj, gpu_count, validator_pods=(), resource=GPU_RESOURCE):
     """Why a node the gate passed may not be admitted yet; ``[]`` when it may.
 
     Admission needs the GPU Operator validator's pod on the node Ready (its init containers, the driver,
-    toolkit, CUDA and plugin validations, have all passed) and allocatable ``resource`` equal to the node's
-    GPU count (``gpu_count``, the inventory's figure). Anything missing or unreadable is an error (fail closed).
+    toolkit, CUDA and plugin validations, have all passed) and the GPUs allocatable as declared. ``gpu_count`` is
+    the inventory's GPU count (then allocatable ``resource`` must equal it), or a ``{resource: count}`` from
+    ``declared_gpu_resources`` for shared or partitioned GPUs (then each must be allocatable exactly so, and no
+    other GPU resource may be advertised). Anything missing or unreadable is an error (fail closed).
     """
     meta = (node_obj or {}).get("metadata") or {}
     name = meta.get("name")
@@ -180,7 +220,8 @@ def gpu_admission_errors(node_obj, gpu_count, validator_pods=(), resource=GPU_RE
         raise ValueError("k8s node: object has no metadata.name")
     if gpu_count is None:
         raise ValueError(f"{name}: no GPU count for the node")
-    expected = parse_gpu_quantity(gpu_count)
+    declared = isinstance(gpu_count, dict)
+    expected = dict(gpu_count) if declared else {resource: parse_gpu_quantity(gpu_count)}
     errors = []
     pods = [p for p in validator_pods or [] if ((p or {}).get("spec") or {}).get("nodeName") == name]
     if not pods:
@@ -188,13 +229,20 @@ def gpu_admission_errors(node_obj, gpu_count, validator_pods=(), resource=GPU_RE
     elif not any(pod_ready(p) for p in pods):
         names = ", ".join(sorted(((p.get("metadata") or {}).get("name") or "?") for p in pods))
         errors.append(f"{name}: the GPU Operator validator has not passed (pod {names} not Ready)")
-    allocatable = ((node_obj.get("status") or {}).get("allocatable") or {}).get(resource)
-    if allocatable is None:
-        errors.append(f"{name}: allocatable {resource} is not reported")
-    else:
+    node_allocatable = (node_obj.get("status") or {}).get("allocatable") or {}
+    for res, count in expected.items():
+        allocatable = node_allocatable.get(res)
+        if allocatable is None:
+            errors.append(f"{name}: allocatable {res} is not reported")
+            continue
         found = parse_gpu_quantity(allocatable)
-        if found != expected:
-            errors.append(f"{name}: allocatable {resource} is {found}, the node has {expected} GPUs")
+        if found != count:
+            errors.append(f"{name}: allocatable {res} is {found}, the node has {count} "
+                          + ("declared" if declared else "GPUs"))
+    if declared:
+        for res in sorted(node_allocatable):
+            if is_gpu_resource(res) and res not in expected and parse_gpu_quantity(node_allocatable[res]) > 0:
+                errors.append(f"{name}: advertises {node_allocatable[res]} {res}, which the inventory does not declare")
     return errors
 
 
