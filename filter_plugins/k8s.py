@@ -33,12 +33,13 @@ GPU_RESOURCES_VAR = "cluster_k8s_gpu_resources"
 
 def _gpu_count(host, hostvars, count_var, resources_var=GPU_RESOURCES_VAR):
     """``host``'s declared GPU resources (validated) where it has ``resources_var``, else its ``count_var``."""
-    values = hostvars[host] if host in hostvars else {}
+    # not hostvars.get(host, {}): HostVars.get on an unknown host does not return the default in ansible-core 2.19
+    values = hostvars[host] if host in hostvars else {}  # noqa: SIM401
     declared = values.get(resources_var)
     if declared is None:
         return values.get(count_var)
     try:
-        return declared_gpu_resources(dict(declared) if hasattr(declared, "items") else declared, resources_var)
+        return declared_gpu_resources(declared, resources_var)
     except ValueError as exc:
         raise AnsibleFilterError(f"{host}: {exc}") from exc
 

@@ -401,7 +401,7 @@ def gpu_resources_errors(hostvars, hosts, var):
         if var in hv and hv[var] is not None:
             value = hv[var]
             try:
-                declared_gpu_resources(dict(value) if hasattr(value, "items") else value, var)
+                declared_gpu_resources(value, var)
             except ValueError as exc:
                 errors.append(f"host {host}: variable {exc}")
     return errors

@@ -188,6 +188,8 @@ def declared_gpu_resources(value, var="cluster_k8s_gpu_resources"):
     MIG's mixed strategy ``{nvidia.com/mig-1g.10gb: 56}``. Each name must be a GPU resource, each count a whole
     number above 0; anything else is a ValueError naming ``var`` (fail closed: no admission on a guess).
     """
+    if hasattr(value, "items") and not isinstance(value, dict):
+        value = dict(value)  # Ansible's mapping types (hostvars, lazy templated dicts)
     if not isinstance(value, dict) or not value:
         raise ValueError(f"{var} must map GPU resource names to counts, not {value!r}")
     out = {}
