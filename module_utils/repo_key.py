@@ -188,11 +188,20 @@ def normalize_fingerprint(value):
     return text[2:] if text.startswith("0X") else text
 
 
+def _kind(value):
+    """A value's kind in words, for messages (Ansible hands tagged subclasses of str, list and dict)."""
+    for kind, name in ((str, "a string"), (dict, "a mapping"), (list, "a list"), (bool, "a boolean"),
+                       (int, "a number"), (float, "a number")):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
 def fingerprint_errors(expected, variable):
     """Why ``expected`` (the pinned fingerprints of ``variable``) cannot pin a key: not a list, empty, or an item
     that is not a version 4 fingerprint (40 hex digits). Empty when it can."""
     if not isinstance(expected, (list, tuple)) or isinstance(expected, str):
-        return [f"{variable} must be a list of key fingerprints, got {type(expected).__name__}"]
+        return [f"{variable} must be a list of key fingerprints, got {_kind(expected)}"]
     if not expected:
         return [f"{variable} is required: list the key's fingerprint (40 hex digits)"]
     return [f"{variable}: {item!r} is not a key fingerprint (40 hex digits)"
@@ -217,3 +226,42 @@ def armor(data):
     lines = [text[i:i + 64] for i in range(0, len(text), 64)]
     crc = base64.b64encode(_crc24(data).to_bytes(3, "big")).decode("ascii")
     return "\n".join([_BEGIN, "", *lines, "=" + crc, _END, ""]).encode("ascii")
+
+
+# Sources whose key has no fingerprint default verified from two stored sources, on any OS (gpu_repos vars/*.yml:
+# fingerprints: []), and the distribution's own keyring, which has none because gpufleet never installs it; a key
+# gpu_repos_keys gives for one of these needs its pins. (cuda on RHEL is such a source too; the preflight cannot tell
+# a host's OS before it is contacted, so gpu_repos' own first assert refuses that one.)
+_NO_DEFAULT_PIN = ("doca", "debian", "debian_security")
+_PIN_VARIABLES = ("containerd_apt_repo_key_fingerprints", "kubeadm_node_apt_repo_key_fingerprints")
+
+
+def inventory_pin_errors(hostvars, hosts):
+    """Errors, each naming the host and the variable, of the repository key pins the inventory gives or lacks:
+    gpu_repos_key_fingerprints (a mapping of fingerprint lists), the pins of a source enabled by gpu_repos_sources
+    or keyed by gpu_repos_keys that has no default, and the containerd and kubeadm_node pin lists where given."""
+    errors = []
+    for host in sorted(hosts):
+        hv = hostvars.get(host, {})
+        pins = hv.get("gpu_repos_key_fingerprints")
+        if pins is None:
+            pins = {}
+        if not isinstance(pins, dict):
+            errors.append(f"host {host}: variable gpu_repos_key_fingerprints must be a mapping of source to a list of "
+                          f"fingerprints, got {_kind(pins)}")
+            pins = {}
+        for source, expected in sorted(pins.items()):
+            variable = f"gpu_repos_key_fingerprints.{source}"
+            errors += [f"host {host}: {e}" for e in fingerprint_errors(expected, variable)]
+        sources = hv.get("gpu_repos_sources") or []
+        keys = hv.get("gpu_repos_keys") or {}
+        wanted = [s for s in _NO_DEFAULT_PIN if (s == "doca" and s in sources) or s in keys]
+        for source in wanted:
+            if source not in pins:
+                why = "gpu_repos_sources enables it" if source in sources else "gpu_repos_keys gives its key"
+                errors.append(f"host {host}: variable gpu_repos_key_fingerprints.{source} is required: {why} and its "
+                              "signing key has no verified default fingerprint")
+        for variable in _PIN_VARIABLES:
+            if hv.get(variable) is not None:
+                errors += [f"host {host}: {e}" for e in fingerprint_errors(hv[variable], variable)]
+    return errors

@@ -254,3 +254,29 @@ def test_docker_and_pkgs_k8s_io_keys_are_checked_before_their_source_names_them(
     defaults = yaml.safe_load((ROOT / f"roles/{role}/defaults/main.yml").read_text())
     assert defaults[fingerprints_var] == [{"containerd": "9DC858229FC7DD38854AE2D88D81803C0EBFCD88",
                                            "kubeadm_node": "DE15B14486CD377B9E876E1A234654DA9A296436"}[role]]
+
+
+def test_inventory_pins_are_checked_naming_host_and_variable():
+    """The preflight's check (filter repo_key_pin_errors): sources without a verified default need their pins."""
+    from ansible.module_utils.repo_key import inventory_pin_errors
+    good = "C95B321B61E88C1809C4F759DDCAE044F796ECB0"
+    hostvars = {
+        "ok": {"gpu_repos_sources": ["cuda", "doca"], "gpu_repos_key_fingerprints": {"doca": [good]}},
+        "plain": {},
+        "doca": {"gpu_repos_sources": ["doca"]},
+        "mirror_key": {"gpu_repos_keys": {"debian": "file:///srv/debian.gpg"}},
+        "short": {"gpu_repos_key_fingerprints": {"cuda": ["3BF863CC"]}},
+        "notmap": {"gpu_repos_key_fingerprints": [good]},
+        "k8s": {"kubeadm_node_apt_repo_key_fingerprints": []},
+    }
+    errors = inventory_pin_errors(hostvars, list(hostvars))
+    assert errors == [
+        "host doca: variable gpu_repos_key_fingerprints.doca is required: gpu_repos_sources enables it and its "
+        "signing key has no verified default fingerprint",
+        "host k8s: kubeadm_node_apt_repo_key_fingerprints is required: list the key's fingerprint (40 hex digits)",
+        "host mirror_key: variable gpu_repos_key_fingerprints.debian is required: gpu_repos_keys gives its key and "
+        "its signing key has no verified default fingerprint",
+        "host notmap: variable gpu_repos_key_fingerprints must be a mapping of source to a list of fingerprints, "
+        "got a list",
+        "host short: gpu_repos_key_fingerprints.cuda: '3BF863CC' is not a key fingerprint (40 hex digits)",
+    ]
