@@ -85,6 +85,8 @@ def test_the_preflight_s_first_play_checks_both_directories(tmp_path):
     assert ok.returncode == 0, ok.stdout + ok.stderr
     for path in (home / ".cache" / "gpufleet" / "k8s-preflight", node_dir):
         assert stat.S_IMODE(path.lstat().st_mode) == 0o700 and path.lstat().st_uid == os.geteuid()
+    again = run_playbook(*args, env=env)  # the directories persist: a second run changes nothing
+    assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout + again.stderr
     # A name planted where the controller's directory goes is refused, naming the host and the variable.
     (home / ".cache" / "gpufleet" / "k8s-preflight").rmdir()
     (home / ".cache" / "gpufleet" / "k8s-preflight").symlink_to(tmp_path)
