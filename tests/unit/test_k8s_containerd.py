@@ -92,9 +92,12 @@ def test_default_source_is_docker_containerd_io_2x_because_debian_ships_1x():
     assert defaults["containerd_packages"] == [
         "{{ cluster_k8s_versions.containerd.package }}={{ cluster_k8s_versions.containerd.version }}*"]
     assert defaults["containerd_apt_repo_enabled"] is True
-    names = [next(k for k in t if k.startswith("ansible.builtin.")) for t in tasks]
-    assert names[:2] == ["ansible.builtin.deb822_repository", "ansible.builtin.apt"]
-    assert tasks[0]["ansible.builtin.deb822_repository"]["signed_by"] == "{{ __containerd_apt_repo_url }}/gpg"
+    names = [next(k for k in t if k.startswith("ansible.builtin.") or k == "repo_key") for t in tasks]
+    # The repository's key is checked against its pinned fingerprints and installed before the source names it.
+    assert names[:4] == ["ansible.builtin.file", "repo_key", "ansible.builtin.deb822_repository", "ansible.builtin.apt"]
+    assert tasks[1]["repo_key"]["src"] == "{{ __containerd_apt_repo_url }}/gpg"
+    assert tasks[2]["ansible.builtin.deb822_repository"]["signed_by"] == "{{ __containerd_apt_repo_key }}"
+    assert tasks[1]["repo_key"]["dest"] == "{{ __containerd_apt_repo_key }}"
     debian = yaml.safe_load((root / "roles" / "containerd" / "vars" / "Debian.yml").read_text())
     assert defaults["containerd_apt_repo_url"] == ""  # empty: this OS's, vars/Debian.yml
     assert debian["__containerd_os_apt_repo_url"].startswith("https://download.docker.com/linux/")

@@ -69,6 +69,15 @@ def run_site(inventory):
             ["variable cluster_expected_hosts: group gpu_nodes holds 2 host(s) in this inventory, the fleet has 4"],
         ),
         (
+            "bad_repo_keys",
+            [
+                "host gpu01: variable gpu_repos_key_fingerprints.doca is required: gpu_repos_sources enables it and "
+                "its signing key has no verified default fingerprint",
+                "host gpu02: gpu_repos_key_fingerprints.cuda: '3BF863CC' is not a key fingerprint (40 hex digits)",
+                "host ctl1: containerd_apt_repo_key_fingerprints must be a list of key fingerprints, got a string",
+            ],
+        ),
+        (
             "bad_node_stack",
             [
                 "host gpu01: fabric_manager_equals_driver: fabric_manager.version 550.163.01 must equal "
