@@ -16,9 +16,13 @@ description:
   - A file that is not a public key file the reader fully understands (empty, not OpenPGP, a secret key, armor
     that is not a public key block, a bad armor checksum, text outside the armor, a key version other than 4)
     fails the same way.
-  - Only then is the key written to O(dest) (ASCII armor; a binary key is armored), through a temporary file in
-    its directory renamed over it, owned by root with O(mode). Unchanged content is not rewritten. In check
-    mode the key is fetched and checked, nothing is written, and RV(changed) says whether it would be.
+  - Only then is the key written to O(dest), as one ASCII armor block made from the packets that were checked
+    (LF line ends, a blank line after the header, its CRC: what apt's own dearmoring reads, whatever line ends,
+    headers or blocks the source had; a binary key is armored), through a temporary file in its directory
+    renamed over it, owned by root with O(mode). Unchanged content is not rewritten. In check mode the key is
+    fetched and checked, nothing is written, and RV(changed) says whether it would be.
+  - A key already at O(dest) whose every primary key is pinned, written the way this module writes it, is kept
+    and O(src) is not read (a converged host does not depend on the vendor's site), unless O(refresh).
 options:
   src:
     description: Where the key is, an http(s):// or file:// URL, or an absolute path on the host.
@@ -50,6 +54,10 @@ options:
     description: Seconds to wait for an http(s) download.
     type: int
     default: 30
+  refresh:
+    description: Read O(src) even where O(dest) already holds a pinned key.
+    type: bool
+    default: false
 author:
   - gpufleet
 """
@@ -72,6 +80,9 @@ fingerprints:
 dest:
   description: The key file written (or that would be, in check mode).
   type: str
+kept:
+  description: True when O(dest) already held a pinned key and O(src) was not read.
+  type: bool
 """
 
 import os
@@ -83,6 +94,7 @@ from ansible.module_utils.repo_key import (
     MAX_KEY_BYTES,
     KeyFileError,
     armor,
+    dearmor,
     fingerprint_errors,
     pin_errors,
     primary_fingerprints,
@@ -107,6 +119,21 @@ def _fetch(module, src):
         return None, f"cannot be read: {exc.strerror}"
 
 
+def _pinned_in_place(dest, fingerprints, variable):
+    """The fingerprints of the key at dest when every one is pinned and the file is as this module writes it, else
+    None (no file, a file that does not parse, a key no longer pinned: the key is fetched and checked again)."""
+    before = read_or_none(dest)
+    if not before:
+        return None
+    try:
+        found = primary_fingerprints(before)
+        if pin_errors(found, fingerprints, variable) or before != armor(dearmor(before)):
+            return None
+    except KeyFileError:
+        return None
+    return found
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -117,6 +144,7 @@ def main():
             "host": {"type": "str", "default": ""},
             "mode": {"type": "str", "default": "0644"},
             "timeout": {"type": "int", "default": 30},
+            "refresh": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -125,6 +153,13 @@ def main():
     errors = fingerprint_errors(p["fingerprints"], p["variable"])
     if errors:
         module.fail_json(msg=who + "; ".join(errors), fingerprints=[])
+    held = None if p["refresh"] else _pinned_in_place(p["dest"], p["fingerprints"], p["variable"])
+    if held is not None:
+        result = {"changed": False, "fingerprints": held, "dest": p["dest"], "kept": True}
+        changed = module.set_owner_if_different(p["dest"], "root", False)
+        changed = module.set_group_if_different(p["dest"], "root", changed)
+        result["changed"] = module.set_mode_if_different(p["dest"], p["mode"], changed)
+        module.exit_json(**result)
     data, problem = _fetch(module, p["src"])
     if problem:
         module.fail_json(msg=f"{who}the signing key {p['src']} for {p['variable']} {problem}; nothing written",
@@ -138,7 +173,7 @@ def main():
     if errors:
         module.fail_json(msg=f"{who}the signing key {p['src']} is refused: {'; '.join(errors)}; nothing written",
                          fingerprints=found)
-    content = bytes(data) if not data[0] & 0x80 else armor(bytes(data))
+    content = armor(dearmor(bytes(data)))
     before = read_or_none(p["dest"])
     changed = before != content
     result = {"changed": changed, "fingerprints": found, "dest": p["dest"]}

@@ -29,7 +29,9 @@ def test_the_build_dir_is_made_private_and_a_planted_one_is_refused(tmp_path):
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "rootfs").mkdir()
     dirs = {"fresh": tmp_path / "fresh", "existing": tmp_path / "existing", "symlink": tmp_path / "symlink",
-            "foreign": tmp_path / "foreign", "file": tmp_path / "file"}
+            "foreign": tmp_path / "foreign", "file": tmp_path / "file",
+            "nested": tmp_path / "new" / "parents" / "build"}
+    os.chmod(tmp_path, 0o1777)  # the parent of the default, /var/tmp: left exactly as it is
     dirs["existing"].mkdir(mode=0o755)
     (dirs["existing"] / "cache").write_text("another lab's build\n")
     dirs["symlink"].symlink_to(tmp_path / "elsewhere")
@@ -42,7 +44,8 @@ def test_the_build_dir_is_made_private_and_a_planted_one_is_refused(tmp_path):
     assert not dirs["fresh"].exists(), check.out  # check mode creates nothing
 
     run = run_build_dir(tmp_path, dirs)
-    for name in ("fresh", "existing"):
+    assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o1777
+    for name in ("fresh", "existing", "nested"):
         assert not run.failed(name), run.out
         info = dirs[name].lstat()
         assert stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o700, name

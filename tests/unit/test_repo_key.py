@@ -16,7 +16,14 @@ import threading
 
 import pytest
 import yaml
-from ansible.module_utils.repo_key import KeyFileError, armor, fingerprint_errors, pin_errors, primary_fingerprints
+from ansible.module_utils.repo_key import (
+    KeyFileError,
+    armor,
+    dearmor,
+    fingerprint_errors,
+    pin_errors,
+    primary_fingerprints,
+)
 from conftest import ROOT, run_cases
 
 KEYRINGS = pathlib.Path("/usr/share/keyrings")
@@ -280,3 +287,31 @@ def test_inventory_pins_are_checked_naming_host_and_variable():
         "got a list",
         "host short: gpu_repos_key_fingerprints.cuda: '3BF863CC' is not a key fingerprint (40 hex digits)",
     ]
+
+
+def test_the_key_is_written_as_apt_reads_it_and_a_pinned_key_in_place_is_kept(tmp_path):
+    """apt up to 2.7 dearmors .asc keyrings with a line-based reader: CRLF line ends or a missing blank line leave
+    it an empty keyring (NO_PUBKEY at `apt update`), so the module writes one LF armor block of the packets it
+    checked. And a converged host keeps a key in place that is pinned and written so, without reading the
+    vendor's URL (here a closed loopback port): main's get_url did not fetch again either."""
+    bookworm, = gpg_primary_fingerprints(BOOKWORM)
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    lf = export_armored(tmp_path, BOOKWORM)
+    (keys / "crlf.asc").write_bytes(lf.replace(b"\n", b"\r\n"))
+    kept_dir = tmp_path / "keyrings" / "kept"
+    kept_dir.mkdir(parents=True)
+    (kept_dir / "gpufleet-cuda.asc").write_bytes(armor(dearmor(lf)))
+    (kept_dir / "gpufleet-cuda.asc").chmod(0o644)
+    cases = {"crlf": (f"file://{keys}/crlf.asc", [bookworm]), "kept": ("http://127.0.0.1:9/absent.asc", [bookworm]),
+             "stale": ("http://127.0.0.1:9/absent.asc", ["0" * 40])}
+    stale_dir = tmp_path / "keyrings" / "stale"
+    stale_dir.mkdir(parents=True)
+    (stale_dir / "gpufleet-cuda.asc").write_bytes(armor(dearmor(lf)))
+    run = run_key_task(tmp_path, cases)
+    written = (tmp_path / "keyrings" / "crlf" / "gpufleet-cuda.asc").read_bytes()
+    assert not run.failed("crlf") and b"\r" not in written and written == armor(dearmor(lf)), run.out
+    assert written.split(b"\n")[1] == b"", written[:80]
+    assert not run.failed("kept") and run.changed("kept") == 0, run.out
+    # a key in place that the pins no longer name is read again from its source (which fails here)
+    assert run.failed("stale") and "download failed" in run.messages("stale"), run.out
