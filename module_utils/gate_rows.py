@@ -255,3 +255,64 @@ def gate_table(rows):
             line += f"  {row['reason']}"
         lines.append(line)
     return lines
+
+
+def gate_gpu_reports(nodes, hostvars, partner_results=()):
+    """``{node: {"gpus", "count"}}``: each node's own GPU report. The gated nodes' come from this run's
+    discovery (host variables ``__health_gate_gpus`` / ``__health_gate_gpu_count``); partners from outside the
+    run from ``nvidia_gpu_info`` run on each of them (a registered loop, ``item`` is the node). A node without a
+    report is left out (``gate_pair_profile`` makes its pair an ERROR)."""
+    reports = {}
+    for node in nodes or []:
+        # not hostvars.get(node, {}): HostVars.get on an unknown host does not return the default in ansible-core 2.19
+        hv = hostvars[node] if node in hostvars else {}  # noqa: SIM401
+        if hv.get("__health_gate_gpus") is not None and hv.get("__health_gate_gpu_count") is not None:
+            reports[str(node)] = {"gpus": list(hv["__health_gate_gpus"] or []),
+                                  "count": hv["__health_gate_gpu_count"]}
+    for res in partner_results or []:
+        if not isinstance(res, dict) or res.get("failed") or res.get("skipped") or "gpus" not in res:
+            continue
+        reports[str(res["item"])] = {"gpus": list(res.get("gpus") or []), "count": res.get("count")}
+    return reports
+
+
+def _gpu_profile(node, report):
+    """``(model, count)`` of one node's report, or an ERROR reason."""
+    if report is None:
+        return f"no GPU report from {node}"
+    try:
+        gpu_count = int(str(report.get("count")).strip())
+    except (TypeError, ValueError):
+        return f"{node} reports a gpu_count that is not a number: {report.get('count')!r}"
+    models = sorted({str(g.get("name") or "") for g in report.get("gpus") or [] if isinstance(g, dict)})
+    if not models or models == [""] or gpu_count < 1:
+        return f"{node} reports no GPU"
+    if len(models) > 1 or "" in models:
+        return f"{node} reports more than one gpu_model: {', '.join(repr(m) for m in models)}"
+    return models[0], gpu_count
+
+
+def gate_pair_profile(pair, reports):
+    """The GPU model and count a pair is judged against (the NCCL pair test's profile), from both nodes' own
+    reports: ``{"gpu_model", "gpu_count"}``, or ``{"error": reason}`` naming both nodes and the field.
+
+    The pair is not judged as a normal pair, and not run, when a node gave no report, reports no GPU or more
+    than one model, or the two disagree on ``gpu_model`` or ``gpu_count``: one profile cannot judge both, so the
+    pair is an ERROR (no expectation to judge against, docs/health-gates.md), never a PASS, and blames nobody.
+
+    Work at risk: a PASS admits both nodes to jobs. Refused: a pair whose nodes' reports disagree, or that lacks
+    one, is an ERROR before any reservation or job; neither node's report is taken for the other's.
+    """
+    a, b = (str(n) for n in pair)
+    seen = {}
+    for node in (a, b):
+        profile = _gpu_profile(node, (reports or {}).get(node))
+        if isinstance(profile, str):
+            return {"error": f"nccl_pair: {a},{b}: {profile}"}
+        seen[node] = profile
+    (model_a, count_a), (model_b, count_b) = seen[a], seen[b]
+    if model_a != model_b:
+        return {"error": f"nccl_pair: {a} and {b} disagree on gpu_model: {model_a!r} and {model_b!r}"}
+    if count_a != count_b:
+        return {"error": f"nccl_pair: {a} and {b} disagree on gpu_count: {count_a} and {count_b}"}
+    return {"gpu_model": model_a, "gpu_count": count_a}
