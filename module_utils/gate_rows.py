@@ -242,10 +242,19 @@ def gate_slurm_actions(verdicts, views, run_id, pool="slurm"):
     return actions
 
 
+def _figure_cell(row):
+    """The table's figure: the row's, and where a pair was judged on both ends each end's own figure."""
+    figure = row.get("figure") or "-"
+    ends = row.get("ends") or {}
+    if ends:
+        figure += " [" + ", ".join(f"{node} {value}" for node, value in sorted(ends.items())) + "]"
+    return figure
+
+
 def gate_table(rows):
     """The console table: node, gate, figure, threshold, verdict (and the reason when not PASS)."""
     head = ("node", "gate", "figure", "threshold", "verdict")
-    body = [(r["node"], r["gate"] + (f" ({r['partner']})" if r.get("partner") else ""), r.get("figure") or "-",
+    body = [(r["node"], r["gate"] + (f" ({r['partner']})" if r.get("partner") else ""), _figure_cell(r),
              r.get("threshold") or "-", r["verdict"]) for r in rows]
     widths = [max(len(str(c)) for c in col) for col in zip(head, *body, strict=False)]
     lines = []

@@ -4,7 +4,7 @@ report, read from each node, on real captures of Debian 12's iperf3 3.12 in the 
 import json
 
 import pytest
-from ansible.module_utils.gate_rows import gate_pair_rows, gate_pass_results, gate_row, gate_tcp_result
+from ansible.module_utils.gate_rows import gate_pair_rows, gate_pass_results, gate_row, gate_table, gate_tcp_result
 from conftest import FIXTURES, without_provenance
 
 CLIENT = "iperf3_client_json_tcp_5s_debian12_lab.txt"
@@ -44,6 +44,7 @@ def test_the_real_captures_of_one_test_pass_and_the_row_shows_both_ends_figures(
     assert result["ends"] == {"gpu01": "12.47Gb/s", "gpu02": "12.47Gb/s"}
     rows = gate_pair_rows([result], [], [], "tcp", ["gpu01", "gpu02"])
     assert [r["ends"] for r in rows] == [{"gpu01": "12.47Gb/s", "gpu02": "12.47Gb/s"}] * 2
+    assert gate_table(rows)[1] == "gpu01  tcp (gpu02)  12.47Gb/s [gpu01 12.47Gb/s, gpu02 12.47Gb/s]  1.00Gb/s   PASS"
 
 
 def test_a_client_report_alone_is_never_a_pass():
