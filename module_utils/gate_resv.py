@@ -6,8 +6,9 @@ are resumed inside it for the test and drained again with their reasons afterwar
 two leaves them resumed with no hold: only the reservation keeps jobs off them. So:
 
 * a reservation whose pair has a node the toolkit resumes has **no end** (``Duration=UNLIMITED``) and says so
-  in its name, ``gpufleet-gate-held-<run>-<a>-<b>``: a killed run's nodes never return to service by
-  themselves, whatever time passes;
+  in its name, ``gpufleet-gate-held-<run>-<a>-<b>``: a killed run's nodes do not return to service by
+  themselves (Slurm 22.05 keeps ``UNLIMITED`` as 365 days: ``EndTime`` a year after ``StartTime``, seen in
+  molecule/health_gate), only through a gate run;
 * before the reservation is made, the reasons of the nodes it will resume are written to a record on the
   Slurm controller, ``<record dir>/<reservation>.json`` (``{"run", "nodes": {node: reason}}``, root 0600);
 * every gate run, first thing, finds this toolkit's gate reservations by their name, drains again each
