@@ -11,7 +11,10 @@ from conftest import FIXTURES, ROOT, without_provenance
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-80GB"
 HOLD = "gpufleet:hold,to=slurm,run=verify,maintenance"
-# A real `scontrol show reservation -o` line (Slurm 22.05, the lab), renamed as a gate reservation.
+# Real `scontrol show reservation -o` lines (Slurm 22.05, the lab): the held pair reservation a killed gate run
+# left (molecule/health_gate), and a maintenance reservation (renamed where a test needs another name).
+KILLED_LINE = without_provenance(
+    (FIXTURES / "slurm_scontrol_show_reservation_oneline_gate_held_killed_22.05_lab.txt").read_text()).strip()
 RESV_LINE = without_provenance(
     (FIXTURES / "slurm_scontrol_show_reservation_oneline_maint_inactive_22.05_lab.txt").read_text()).strip()
 
@@ -132,40 +135,48 @@ def _stale(text, slurped, views):
     return stale_gate_holds_from(text, slurped, views)
 
 
-KILLED = "gpufleet-gate-held-killed-gpu01-gpu02"
+KILLED = "gpufleet-gate-held-verify-killed-gpu01-gpu03"
+
+
+def test_the_capture_is_the_held_pair_s_reservation_with_slurm_s_year_for_unlimited():
+    from ansible.module_utils.maint_resv import parse_reservations
+
+    (resv,) = parse_reservations(KILLED_LINE).values()
+    assert (resv["name"], resv["nodes"], resv["state"]) == (KILLED, ["gpu01", "gpu03"], "ACTIVE")
+    assert "Duration=365-00:00:00" in KILLED_LINE and resv["end"] == "2027-11-28T12:06:41"
 
 
 def test_a_killed_run_s_resumed_node_is_held_again_with_its_recorded_reason_and_its_partner_is_left():
-    # gpu01 was held and resumed by the killed test; gpu02 was in service before it (in no record).
-    plan = _stale(_resv(KILLED), [_slurp(KILLED, {"run": "killed", "nodes": {"gpu01": HOLD}})],
-                  {"gpu01": _view(), "gpu02": _view()})
+    # gpu01 was held and resumed by the killed test; gpu03 was in service before it (in no record).
+    plan = _stale(KILLED_LINE, [_slurp(KILLED, {"run": "verify-killed", "nodes": {"gpu01": HOLD}})],
+                  {"gpu01": _view(), "gpu03": _view()})
     assert plan == {"restore": [{"node": "gpu01", "reservation": KILLED, "reason": HOLD}],
                     "delete": [KILLED], "records": [KILLED]}
 
 
 def test_an_admin_s_drain_made_after_the_kill_stands():
-    plan = _stale(_resv(KILLED), [_slurp(KILLED, {"run": "killed", "nodes": {"gpu01": HOLD, "gpu02": HOLD}})],
-                  {"gpu01": _view("bad fan, ticket 42"), "gpu02": _view()})
-    assert [r["node"] for r in plan["restore"]] == ["gpu02"]
+    plan = _stale(KILLED_LINE, [_slurp(KILLED, {"run": "verify-killed", "nodes": {"gpu01": HOLD, "gpu03": HOLD}})],
+                  {"gpu01": _view("bad fan, ticket 42"), "gpu03": _view()})
+    assert [r["node"] for r in plan["restore"]] == ["gpu03"]
 
 
 def test_a_held_reservation_whose_record_is_lost_holds_every_node_of_it_fail_closed():
-    plan = _stale(_resv(KILLED), [], {"gpu01": _view(), "gpu02": _view()})
+    plan = _stale(KILLED_LINE, [], {"gpu01": _view(), "gpu03": _view()})
     assert [(r["node"], r["reason"]) for r in plan["restore"]] == [
-        ("gpu01", "gpufleet:hold,to=slurm,gate_killed"), ("gpu02", "gpufleet:hold,to=slurm,gate_killed")]
+        ("gpu01", "gpufleet:hold,to=slurm,gate_killed"), ("gpu03", "gpufleet:hold,to=slurm,gate_killed")]
     assert plan["delete"] == [KILLED]
 
 
 def test_a_record_that_cannot_be_read_counts_as_lost():
-    plan = _stale(_resv(KILLED), [_slurp(KILLED, "{not json")], {"gpu01": _view(), "gpu02": _view()})
-    assert [r["node"] for r in plan["restore"]] == ["gpu01", "gpu02"]
+    plan = _stale(KILLED_LINE, [_slurp(KILLED, "{not json")], {"gpu01": _view(), "gpu03": _view()})
+    assert [r["node"] for r in plan["restore"]] == ["gpu01", "gpu03"]
 
 
 def test_a_recorded_reason_that_is_not_a_hold_of_ours_becomes_the_toolkit_s_hold():
-    plan = _stale(_resv(KILLED), [_slurp(KILLED, {"run": "killed", "nodes": {"gpu01": "admin said so"}})],
-                  {"gpu01": _view(), "gpu02": _view()})
+    plan = _stale(KILLED_LINE, [_slurp(KILLED, {"run": "verify-killed", "nodes": {"gpu01": "admin said so"}})],
+                  {"gpu01": _view(), "gpu03": _view()})
     assert plan["restore"] == [{"node": "gpu01", "reservation": KILLED,
-                                "reason": "gpufleet:hold,to=slurm,run=killed,gate_killed"}]
+                                "reason": "gpufleet:hold,to=slurm,run=verify-killed,gate_killed"}]
 
 
 def test_an_in_service_pair_s_reservation_is_deleted_and_holds_nobody():
