@@ -139,9 +139,11 @@ KILLED = "gpufleet-gate-held-verify-killed-gpu01-gpu03"
 
 
 def test_the_capture_is_the_held_pair_s_reservation_with_slurm_s_year_for_unlimited():
+    from ansible.module_utils.gate_resv import reservation_name
     from ansible.module_utils.maint_resv import parse_reservations
 
     (resv,) = parse_reservations(KILLED_LINE).values()
+    assert resv["name"] == reservation_name("verify-killed", ["gpu01", "gpu03"], held=True)
     assert (resv["name"], resv["nodes"], resv["state"]) == (KILLED, ["gpu01", "gpu03"], "ACTIVE")
     assert "Duration=365-00:00:00" in KILLED_LINE and resv["end"] == "2027-11-28T12:06:41"
 
