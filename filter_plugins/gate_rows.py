@@ -9,7 +9,10 @@ _MU = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
+from ansible.module_utils.gate_resv import reservation_minutes, reservation_name, stale_gate_holds_from
 from ansible.module_utils.gate_rows import (
+    gate_gpu_reports,
+    gate_pair_profile,
     gate_pair_rows,
     gate_pairs,
     gate_pass_results,
@@ -26,7 +29,12 @@ from ansible.module_utils.gate_rows import (
 class FilterModule:
     def filters(self):
         return {
+            "gate_gpu_reports": gate_gpu_reports,
+            "gate_pair_profile": gate_pair_profile,
             "gate_pair_rows": gate_pair_rows,
+            "gate_resv_minutes": reservation_minutes,
+            "gate_resv_name": reservation_name,
+            "gate_stale_holds": stale_gate_holds_from,
             "gate_pairs": gate_pairs,
             "gate_pass_results": gate_pass_results,
             "gate_passing": gate_passing,

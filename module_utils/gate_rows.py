@@ -12,10 +12,10 @@ A figure and its threshold print with the same number of decimals, enough to sho
 
 from __future__ import annotations
 
-import json
 import re
 
-from ansible.module_utils.gate import ERROR, FAIL, PASS, VERDICTS, below, blame, fmt_figures
+from ansible.module_utils.gate import ERROR, FAIL, PASS, VERDICTS, blame, fmt_figures
+from ansible.module_utils.iperf3 import AGREE_PCT, tcp_pair_verdict
 from ansible.module_utils.node_reason import make_reason, parse_reason
 
 # Reason kinds a gate may lift: a join's hold and an earlier gate's FAIL. A `move` is the pool executor's.
@@ -54,6 +54,13 @@ def gate_row(result, gate, node, partner=None, threshold=None):
         figure, threshold_text = _gbps(figures.get("busbw_large_gbps"), figures.get("min_busbw_gbps"), "GB/s")
     elif gate.startswith("tcp"):
         figure, threshold_text = _gbps(figures.get("tcp_gbps"), figures.get("tcp_min_gbps"), "Gb/s")
+        ends = figures.get("tcp_ends_gbps") or {}
+        if ends:
+            # Each end's own figure (the client's sent, the server's received); the figure is the lower.
+            row_ends = {str(n): _gbps(v, figures.get("tcp_min_gbps"), "Gb/s")[0] for n, v in ends.items()}
+            return {"node": node, "gate": gate, "verdict": status, "figure": figure,
+                    "threshold": str(threshold_text if threshold is None else threshold),
+                    "reason": result.get("reason") or "", "partner": partner, "ends": row_ends}
     elif gate == "gpu":
         if figures.get("gpu_count") is not None:
             figure = f"{figures['gpu_count']} GPUs"
@@ -66,45 +73,46 @@ def gate_row(result, gate, node, partner=None, threshold=None):
             "reason": result.get("reason") or "", "partner": partner}
 
 
-def gate_pass_results(results, gate, min_gbps=None):
+def gate_pass_results(results, gate, min_gbps=None, servers=None, agree_pct=AGREE_PCT):
     """One pass of a pairwise gate from a registered loop over pairs (``item`` is ``[a, b]``):
-    ``[{"nodes", "verdict", "reason", "figure", "threshold"}]``. TCP results are iperf3 command
-    results, judged here against ``min_gbps``; NCCL results are nccl_gate results."""
+    ``[{"nodes", "verdict", "reason", "figure", "threshold"}]`` (TCP adds ``ends``, each node's own figure).
+
+    TCP results are the iperf3 clients' command results (``item`` is ``[client, server]``) and ``servers``
+    the servers' results in the same order (async_status of each one-off server); each pair is judged on
+    both ends (``gate_tcp_result``), and a pair without its server's result is an ERROR. NCCL results are
+    nccl_gate results."""
     out = []
-    for res in results or []:
+    servers = list(servers or [])
+    for i, res in enumerate(results or []):
         pair = [str(n) for n in res["item"]]
         if gate.startswith("tcp"):
-            res = gate_tcp_result(res.get("stdout"), res.get("rc"), min_gbps)
+            res = gate_tcp_result(res, servers[i] if i < len(servers) else None, min_gbps, pair, agree_pct)
         row = gate_row(res, gate, ",".join(pair))
-        out.append({"nodes": pair, "verdict": row["verdict"], "reason": row["reason"],
-                    "figure": row["figure"], "threshold": row["threshold"]})
+        entry = {"nodes": pair, "verdict": row["verdict"], "reason": row["reason"],
+                 "figure": row["figure"], "threshold": row["threshold"]}
+        if row.get("ends"):
+            entry["ends"] = row["ends"]
+        out.append(entry)
     return out
 
 
-def gate_tcp_result(stdout, rc, min_gbps):
-    """Verdict of one iperf3 client run (``iperf3 -c ... -J``): received throughput against ``min_gbps``.
+def _report(result):
+    """``(stdout, rc)`` of a registered command or async_status result; None where it gave no report (skipped,
+    not finished, or absent)."""
+    if not isinstance(result, dict) or result.get("skipped") or "stdout" not in result:
+        return None
+    if "finished" in result and not result.get("finished"):
+        return None
+    return (result.get("stdout"), result.get("rc"))
 
-    A failed run (no connection, a JSON ``error``, unparsable output) is an ERROR, never a FAIL.
+
+def gate_tcp_result(client, server, min_gbps, nodes, agree_pct=AGREE_PCT):
+    """Verdict of one TCP pair test from both ends: ``client`` is the iperf3 client's command result (on
+    ``nodes[0]``), ``server`` the one-off server's (on ``nodes[1]``, its async_status result), each with
+    ``stdout`` (iperf3 ``--json``) and ``rc``. See ``iperf3.tcp_pair_verdict``: a missing or unparsable end,
+    or ends that disagree, is an ERROR naming both nodes; the lower figure is judged against ``min_gbps``.
     """
-    figures = {"tcp_gbps": None, "tcp_min_gbps": float(min_gbps)}
-    try:
-        data = json.loads(stdout or "")
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        return {"verdict": ERROR, "reason": f"tcp: iperf3 exit {rc} without JSON results", "figures": figures}
-    if data.get("error"):
-        return {"verdict": ERROR, "reason": f"tcp: iperf3: {str(data['error'])[:100]}", "figures": figures}
-    try:
-        bps = float(data["end"]["sum_received"]["bits_per_second"])
-    except (KeyError, TypeError, ValueError):
-        return {"verdict": ERROR, "reason": "tcp: iperf3 JSON has no end.sum_received", "figures": figures}
-    # Judged on the measured figure, not a rounded one (0.996 is below 1).
-    gbps = bps / 1e9
-    figures["tcp_gbps"] = round(gbps, 6)
-    if gbps < float(min_gbps):
-        return {"verdict": FAIL, "figures": figures, "reason": below("tcp:", gbps, min_gbps, "Gb/s")}
-    return {"verdict": PASS, "reason": "", "figures": figures}
+    return tcp_pair_verdict(_report(client), _report(server), min_gbps, nodes, agree_pct)
 
 
 def gate_pairs(nodes, partners=()):
@@ -150,11 +158,16 @@ def gate_pair_rows(first_pass, second_pass, known_good, gate, nodes):
         pick = pick or (mine[-1] if mine else {})
         partner = next((n for n in pick.get("nodes", []) if n != node), None)
         reason = decided["reason"]
-        if decided["verdict"] == FAIL and pick.get("reason"):
+        # The pair's own reason first: what failed, or why the test could not be judged (which end, which field).
+        if pick.get("reason") and (decided["verdict"] == FAIL
+                                   or (decided["verdict"] == ERROR and pick.get("verdict") == ERROR)):
             reason = f"{pick['reason']} ({reason})"
-        rows.append({"node": node, "gate": gate, "verdict": decided["verdict"],
-                     "figure": pick.get("figure", ""), "threshold": pick.get("threshold", ""),
-                     "reason": reason, "partner": partner})
+        row = {"node": node, "gate": gate, "verdict": decided["verdict"],
+               "figure": pick.get("figure", ""), "threshold": pick.get("threshold", ""),
+               "reason": reason, "partner": partner}
+        if pick.get("ends"):
+            row["ends"] = dict(pick["ends"])
+        rows.append(row)
     return rows
 
 
@@ -229,10 +242,19 @@ def gate_slurm_actions(verdicts, views, run_id, pool="slurm"):
     return actions
 
 
+def _figure_cell(row):
+    """The table's figure: the row's, and where a pair was judged on both ends each end's own figure."""
+    figure = row.get("figure") or "-"
+    ends = row.get("ends") or {}
+    if ends:
+        figure += " [" + ", ".join(f"{node} {value}" for node, value in sorted(ends.items())) + "]"
+    return figure
+
+
 def gate_table(rows):
     """The console table: node, gate, figure, threshold, verdict (and the reason when not PASS)."""
     head = ("node", "gate", "figure", "threshold", "verdict")
-    body = [(r["node"], r["gate"] + (f" ({r['partner']})" if r.get("partner") else ""), r.get("figure") or "-",
+    body = [(r["node"], r["gate"] + (f" ({r['partner']})" if r.get("partner") else ""), _figure_cell(r),
              r.get("threshold") or "-", r["verdict"]) for r in rows]
     widths = [max(len(str(c)) for c in col) for col in zip(head, *body, strict=False)]
     lines = []
@@ -242,3 +264,64 @@ def gate_table(rows):
             line += f"  {row['reason']}"
         lines.append(line)
     return lines
+
+
+def gate_gpu_reports(nodes, hostvars, partner_results=()):
+    """``{node: {"gpus", "count"}}``: each node's own GPU report. The gated nodes' come from this run's
+    discovery (host variables ``__health_gate_gpus`` / ``__health_gate_gpu_count``); partners from outside the
+    run from ``nvidia_gpu_info`` run on each of them (a registered loop, ``item`` is the node). A node without a
+    report is left out (``gate_pair_profile`` makes its pair an ERROR)."""
+    reports = {}
+    for node in nodes or []:
+        # not hostvars.get(node, {}): HostVars.get on an unknown host does not return the default in ansible-core 2.19
+        hv = hostvars[node] if node in hostvars else {}  # noqa: SIM401
+        if hv.get("__health_gate_gpus") is not None and hv.get("__health_gate_gpu_count") is not None:
+            reports[str(node)] = {"gpus": list(hv["__health_gate_gpus"] or []),
+                                  "count": hv["__health_gate_gpu_count"]}
+    for res in partner_results or []:
+        if not isinstance(res, dict) or res.get("failed") or res.get("skipped") or "gpus" not in res:
+            continue
+        reports[str(res["item"])] = {"gpus": list(res.get("gpus") or []), "count": res.get("count")}
+    return reports
+
+
+def _gpu_profile(node, report):
+    """``(model, count)`` of one node's report, or an ERROR reason."""
+    if report is None:
+        return f"no GPU report from {node}"
+    try:
+        gpu_count = int(str(report.get("count")).strip())
+    except (TypeError, ValueError):
+        return f"{node} reports a gpu_count that is not a number: {report.get('count')!r}"
+    models = sorted({str(g.get("name") or "") for g in report.get("gpus") or [] if isinstance(g, dict)})
+    if not models or models == [""] or gpu_count < 1:
+        return f"{node} reports no GPU"
+    if len(models) > 1 or "" in models:
+        return f"{node} reports more than one gpu_model: {', '.join(repr(m) for m in models)}"
+    return models[0], gpu_count
+
+
+def gate_pair_profile(pair, reports):
+    """The GPU model and count a pair is judged against (the NCCL pair test's profile), from both nodes' own
+    reports: ``{"gpu_model", "gpu_count"}``, or ``{"error": reason}`` naming both nodes and the field.
+
+    The pair is not judged as a normal pair, and not run, when a node gave no report, reports no GPU or more
+    than one model, or the two disagree on ``gpu_model`` or ``gpu_count``: one profile cannot judge both, so the
+    pair is an ERROR (no expectation to judge against, docs/health-gates.md), never a PASS, and blames nobody.
+
+    Work at risk: a PASS admits both nodes to jobs. Refused: a pair whose nodes' reports disagree, or that lacks
+    one, is an ERROR before any reservation or job; neither node's report is taken for the other's.
+    """
+    a, b = (str(n) for n in pair)
+    seen = {}
+    for node in (a, b):
+        profile = _gpu_profile(node, (reports or {}).get(node))
+        if isinstance(profile, str):
+            return {"error": f"nccl_pair: {a},{b}: {profile}"}
+        seen[node] = profile
+    (model_a, count_a), (model_b, count_b) = seen[a], seen[b]
+    if model_a != model_b:
+        return {"error": f"nccl_pair: {a} and {b} disagree on gpu_model: {model_a!r} and {model_b!r}"}
+    if count_a != count_b:
+        return {"error": f"nccl_pair: {a} and {b} disagree on gpu_count: {count_a} and {count_b}"}
+    return {"gpu_model": model_a, "gpu_count": count_a}

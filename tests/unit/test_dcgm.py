@@ -55,10 +55,25 @@ def test_host_engine_error_is_named_in_the_parse_error():
         parse_dcgmi_diag("Error: unable to establish a connection to the specified host: localhost\n")
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.txt") if p.name != DIAG))
+# JSON documents of other tools whose only content is a top-level "error": the dcgmi -j reader takes that key
+# as DCGM's own error (dcgmi prints {"error": ...} when the host engine is not reachable), so they read as an
+# error and judge ERROR, never PASS (next test).
+OTHER_JSON_ERRORS = ("iperf3_client_json_connection_refused_debian12_lab.txt",
+                     "iperf3_server_json_timeout_no_client_debian12_lab.txt")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.txt")
+                                        if p.name != DIAG and p.name not in OTHER_JSON_ERRORS))
 def test_dcgmi_parser_rejects_other_captures(fixture_output, name):
     with pytest.raises(ParseError):
         parse_dcgmi_diag(fixture_output(name))
+
+
+@pytest.mark.parametrize("name", OTHER_JSON_ERRORS)
+def test_another_tool_s_json_error_is_a_dcgm_error_never_a_pass(fixture_output, name):
+    parsed = parse_dcgmi_diag(fixture_output(name))
+    assert parsed["tests"] == [] and parsed["errors"]
+    assert gate.dcgm_verdict(parsed)["verdict"] == ERROR
 
 
 def test_empty_output_is_an_error():

@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 
 
 def _iperf3(gbps):
-    return json.dumps({"end": {"sum_received": {"bits_per_second": gbps * 1e9}}})
+    """Both ends of one iperf3 test measuring ``gbps``: the client's result and the server's."""
+    def report(key):
+        return {"rc": 0, "finished": 1, "stdout": json.dumps({
+            "start": {"cookie": "c1", "test_start": {"protocol": "TCP", "reverse": 0}},
+            "end": {key: {"bytes": gbps * 5e9 / 8, "seconds": 5.0, "bits_per_second": gbps * 1e9}}})}
+    return report("sum_sent"), report("sum_received")
 
 
 @pytest.mark.parametrize("value,limit,texts", [
@@ -27,17 +32,17 @@ def test_figure_and_threshold_print_apart_at_the_threshold(value, limit, texts):
 
 
 def test_a_tcp_figure_just_below_the_threshold_fails_and_says_so():
-    result = gate_tcp_result(_iperf3(0.996), 0, 1.0)
+    result = gate_tcp_result(*_iperf3(0.996), 1.0, ["gpu01", "gpu03"])
     assert result["verdict"] == "FAIL"
     assert result["reason"] == "tcp: 0.996 Gb/s < 1.000 Gb/s"
 
 
 def test_a_tcp_figure_at_the_threshold_passes():
-    assert gate_tcp_result(_iperf3(1.0), 0, 1.0)["verdict"] == "PASS"
+    assert gate_tcp_result(*_iperf3(1.0), 1.0, ["gpu01", "gpu03"])["verdict"] == "PASS"
 
 
 def test_the_issue_s_example_reads_as_a_comparison_in_reason_row_and_slurm_reason():
-    result = gate_tcp_result(_iperf3(0.94), 0, 1.0)
+    result = gate_tcp_result(*_iperf3(0.94), 1.0, ["gpu01", "gpu03"])
     assert result["reason"] == "tcp: 0.94 Gb/s < 1.00 Gb/s"
     row = gate_row(result, "tcp", "gpu01", partner="gpu03")
     assert (row["figure"], row["threshold"]) == ("0.94Gb/s", "1.00Gb/s")

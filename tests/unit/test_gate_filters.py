@@ -68,24 +68,31 @@ def test_a_result_without_verdict_is_an_error_row_never_a_pass():
     assert row["verdict"] == "ERROR" and "module crashed" in row["reason"]
 
 
-def test_tcp_result_passes_and_fails_on_the_received_rate():
-    good = json.dumps({"end": {"sum_received": {"bits_per_second": 25e9}}})
-    slow = json.dumps({"end": {"sum_received": {"bits_per_second": 2e9}}})
-    assert gate_tcp_result(good, 0, 10)["verdict"] == "PASS"
-    result = gate_tcp_result(slow, 0, 10)
+def _ends(gbps, cookie="c1"):
+    """A client result and the server's async_status result of one test, both ends measuring ``gbps``."""
+    def report(key):
+        return json.dumps({"start": {"cookie": cookie, "test_start": {"protocol": "TCP", "reverse": 0}},
+                           "end": {key: {"bytes": gbps * 5e9 / 8, "seconds": 5.0, "bits_per_second": gbps * 1e9}}})
+    return {"rc": 0, "stdout": report("sum_sent")}, {"finished": 1, "rc": 0, "stdout": report("sum_received")}
+
+
+def test_tcp_result_passes_and_fails_on_the_lower_end():
+    assert gate_tcp_result(*_ends(25), 10, ["a", "b"])["verdict"] == "PASS"
+    result = gate_tcp_result(*_ends(2), 10, ["a", "b"])
     assert result["verdict"] == "FAIL" and result["reason"] == "tcp: 2.00 Gb/s < 10.00 Gb/s"
 
 
 @pytest.mark.parametrize("stdout,rc", [("", 1), ('{"error": "unable to connect to server"}', 1), ("{}", 0)])
 def test_a_broken_iperf3_run_is_an_error(stdout, rc):
-    assert gate_tcp_result(stdout, rc, 10)["verdict"] == "ERROR"
+    server = _ends(25)[1]
+    assert gate_tcp_result({"stdout": stdout, "rc": rc}, server, 10, ["a", "b"])["verdict"] == "ERROR"
 
 
 def test_pass_results_judge_each_pair_of_a_registered_loop():
-    loop = [{"item": ["a", "b"], "rc": 0, "stdout": json.dumps({"end": {"sum_received": {"bits_per_second": 5e9}}})}]
-    (result,) = gate_pass_results(loop, "tcp", 1.0)
+    client, server = _ends(5)
+    (result,) = gate_pass_results([{**client, "item": ["a", "b"]}], "tcp", 1.0, [server])
     assert result == {"nodes": ["a", "b"], "verdict": "PASS", "reason": "",
-                      "figure": "5.00Gb/s", "threshold": "1.00Gb/s"}
+                      "figure": "5.00Gb/s", "threshold": "1.00Gb/s", "ends": {"a": "5.00Gb/s", "b": "5.00Gb/s"}}
 
 
 def test_pair_rows_blame_the_node_that_fails_with_a_known_good_partner():
