@@ -24,12 +24,14 @@ def holds(**overrides):
     task = next(t for t in loader.load_from_file(str(ROLE / "tasks" / "main.yml"), trusted_as_template=True)
                 if t.get("name") == "Assert the compute inputs")
     templar = Templar(loader=loader, variables=variables)
-    return all(templar.evaluate_conditional(trust_as_template(str(that))) for that in task["ansible.builtin.assert"]["that"])
+    that = task["ansible.builtin.assert"]["that"]
+    return all(templar.evaluate_conditional(trust_as_template(str(one))) for one in that)
 
 
 @pytest.mark.parametrize("overrides", [
     {"slurm_compute_pam_adopt": True, "ansible_user": "admin", "slurm_compute_pam_adopt_exempt_users": ["root"]},
-    {"slurm_compute_pam_adopt": True, "slurm_compute_pam_adopt_exempt_users": ["root", "ops\naccount sufficient pam_permit.so"]},
+    {"slurm_compute_pam_adopt": True,
+     "slurm_compute_pam_adopt_exempt_users": ["root", "ops\naccount sufficient pam_permit.so"]},
     {"slurm_compute_pam_adopt": True, "slurm_compute_pam_adopt_exempt_users": ["root", "Ops User"]},
 ], ids=["login-left-out-beside-root", "line-break", "space-and-capitals"])
 def test_exemptions_that_lock_ansible_out_or_add_a_pam_line_are_refused(overrides):
@@ -38,7 +40,8 @@ def test_exemptions_that_lock_ansible_out_or_add_a_pam_line_are_refused(override
 
 @pytest.mark.parametrize("overrides", [
     {"slurm_compute_pam_adopt": True},
-    {"slurm_compute_pam_adopt": True, "ansible_user": "admin", "slurm_compute_pam_adopt_exempt_users": ["root", "admin"]},
+    {"slurm_compute_pam_adopt": True, "ansible_user": "admin",
+     "slurm_compute_pam_adopt_exempt_users": ["root", "admin"]},
     {"slurm_compute_pam_adopt": False, "ansible_user": "admin", "slurm_compute_pam_adopt_exempt_users": ["root"]},
 ], ids=["root-login", "admin-exempt", "pam-adopt-off"])
 def test_exemptions_that_keep_ansible_in_pass(overrides):
