@@ -118,3 +118,22 @@ def test_a_lying_node_is_held_and_the_cluster_files_stay_as_they_are(tmp_path):
     nodes = {n["NodeName"]: n for n in json.loads((out / "nodes.json").read_text())}
     assert nodes["gpu02"].get("Gres") == "gpu:h100:2", nodes
     assert nodes["gpu02"]["Gres"] == nodes["gpu01"]["Gres"]
+
+
+def test_most_nodes_short_of_gpus_stop_the_run_before_any_drain_is_tried(tmp_path):
+    """The wiring of the majority rule (issue 36, finding 6): with cluster_gpu_count 2 and every node reporting one
+    GPU, the inventory is wrong. The run must stop on the majority task, naming cluster_gpu_count, before the drain
+    task reads Slurm (here a controller with no Slurm: reaching the drain would fail differently)."""
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    one = [gpu(0, 0)]
+    inventory = {"all": {"vars": dict(local, cluster_gpu_count=2), "children": {
+        "slurm_controller": {"hosts": {"ctl1": {}}},
+        "gpu_nodes": {"hosts": {h: {"gpu_discovery_override": one} for h in ("gpu01", "gpu02", "gpu03")}}}}}
+    plays = [{"hosts": "gpu_nodes", "gather_facts": False, "roles": ["gpu_discovery"]}]
+    env = ansible_env(ANSIBLE_LIBRARY=f"{LYING_NODE}{os.pathsep}{ROOT / 'library'}")
+    result = run_plays(tmp_path, plays, inventory, env=env)
+    text = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "Stop when most nodes disagree" in text and "cluster_gpu_count" in text, text[-3000:]
+    assert "Read Slurm's view of the node" not in text and "slurm_node_info" not in text, text[-3000:]
+    assert [_recap(result.stdout)[h]["failed"] for h in ("gpu01", "gpu02", "gpu03")] == [1, 1, 1]
