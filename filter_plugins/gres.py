@@ -3,6 +3,8 @@
 {{ nvidia_gpu_info.gpus | slurm_gres_conf }}              gres.conf for one node
 {{ gpus_by_host | slurm_gres_conf_cluster }}              one gres.conf, NodeName= folded
 {{ nvidia_gpu_info.gpus | slurm_gres_node }}              gpu:h100:8 for NodeName Gres=
+{{ nvidia_gpu_info.gpus | slurm_gpu_refused_fields }}     the report's fields a config line cannot hold ([]: none)
+{{ nvidia_gpu_info.gpus | slurm_gpu_record_errors }}      each refused field's message, naming GPU and value
 """
 
 import os
@@ -14,7 +16,13 @@ if _MU not in ansible.module_utils.__path__:
     ansible.module_utils.__path__.append(_MU)
 
 from ansible.module_utils.filter_errors import filter_map
-from ansible.module_utils.gres import gres_conf, gres_conf_cluster, gres_node_string
+from ansible.module_utils.gres import (
+    gpu_report_errors,
+    gres_conf,
+    gres_conf_cluster,
+    gres_node_string,
+    refused_gpu_fields,
+)
 from ansible.module_utils.hostlist import HostlistError
 
 
@@ -25,6 +33,8 @@ class FilterModule:
                 "slurm_gres_conf": gres_conf,
                 "slurm_gres_conf_cluster": gres_conf_cluster,
                 "slurm_gres_node": gres_node_string,
+                "slurm_gpu_refused_fields": refused_gpu_fields,
+                "slurm_gpu_record_errors": gpu_report_errors,
             },
             HostlistError,
         )

@@ -9,6 +9,7 @@
 {{ slurm_conf_text | slurm_conf_unknown_keys(v, {'globals': var}) }}  keys slurm.conf(5) of v does not document
 {{ '24.11.5' | slurm_defunct_settings }}                         {file: {key: reason}} templates must not render
 {{ '24.11.5' | slurm_topology_plugin('block') }}                  topology/block (Slurm >= 24.05)
+{{ 'gpu02' | slurm_kept_gpu_report(slurm_text, gres_text) }}      a held node's Gres= and gres.conf lines in place
 """
 
 import os
@@ -28,6 +29,7 @@ from ansible.module_utils.slurm_change import (
     classify_changes,
     classify_file_change,
     defunct_settings,
+    kept_gpu_report,
     needs_no_jobs_refusals,
     topology_plugin,
     unknown_keys,
@@ -46,6 +48,7 @@ class FilterModule:
                 "slurm_conf_unknown_keys": unknown_keys,
                 "slurm_defunct_settings": defunct_settings,
                 "slurm_topology_plugin": topology_plugin,
+                "slurm_kept_gpu_report": kept_gpu_report,
             },
             (SlurmConfError, HostlistError),
         )

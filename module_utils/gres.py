@@ -85,6 +85,31 @@ def gpu_record_errors(gpu):
     return errors
 
 
+def gpu_report_errors(gpus):
+    """Every error of a node's GPU report (:func:`gpu_record_errors` of each record), for the message that holds it."""
+    if gpus is None:
+        return []
+    if isinstance(gpus, (str, bytes, dict)) or not isinstance(gpus, (list, tuple)):
+        return [f"report is no list of records: {gpus!r}"]
+    return [error for gpu in gpus for error in gpu_record_errors(gpu)]
+
+
+def refused_gpu_fields(gpus):
+    """The fields of a node's GPU report that :func:`gpu_record_errors` refuses, sorted and each named once
+    (``record`` for an entry that is no mapping, or a report that is no list); empty when every record passes.
+    The health hold's reason names them (roles/gpu_discovery)."""
+    if gpus is None:
+        return []
+    if isinstance(gpus, (str, bytes, dict)) or not isinstance(gpus, (list, tuple)):
+        return ["record"]
+    fields = set()
+    for gpu in gpus:
+        for error in gpu_record_errors(gpu):
+            match = re.search(r" field (\w+)", error)
+            fields.add(match.group(1) if match else "record")
+    return sorted(fields)
+
+
 def check_gpu_records(gpus, host=None):
     """Raise ValueError naming ``host`` and the first bad field when a GPU record fails
     :func:`gpu_record_errors`; the caller writes nothing then."""
@@ -151,7 +176,7 @@ def gres_conf(gpus, autodetect=False, node_name=None, cores=True, links=True):
     return "".join(line + "\n" for line in lines)
 
 
-def gres_conf_cluster(gpus_by_host, autodetect=False, cores=True, links=True, autodetect_nodes=()):
+def gres_conf_cluster(gpus_by_host, autodetect=False, cores=True, links=True, autodetect_nodes=(), kept=None):
     """One gres.conf for many nodes: ``{host: gpus}`` -> text.
 
     Hosts whose lines are identical share lines with a folded ``NodeName=`` hostlist, so
@@ -165,16 +190,24 @@ def gres_conf_cluster(gpus_by_host, autodetect=False, cores=True, links=True, au
     (ValueError naming the host and the field) before any text is made, so no node's lines change and
     the file in place keeps serving every node. Leaving only that node out instead would make its slurmd
     register fewer GPUs than slurm.conf promises and Slurm would drain it for a reason that names no field.
+    So a node whose report gpu_discovery refused (and held) comes in ``kept`` instead (``{host: {"lines": [line,
+    ...]}}``, module_utils/slurm_change.py ``kept_gpu_report``): its lines as the gres.conf in place has them, without
+    their ``NodeName=``, folded with the others as before, so the file does not change because of it.
     """
     if autodetect:
         return "AutoDetect=nvml\n"
     detect = sorted({str(host).split(".", 1)[0] for host in autodetect_nodes or []})
     groups = {("AutoDetect=nvml",): detect} if detect else {}
-    for host in sorted(gpus_by_host):
+    kept = dict(kept or {})
+    for host in sorted(set(gpus_by_host) | set(kept)):
         if host.split(".", 1)[0] in detect:
             continue
-        check_gpu_records(gpus_by_host[host], host)
-        body = tuple(gres_conf_lines(gpus_by_host[host] or [], cores=cores, links=links))
+        if host in kept:
+            held = kept[host]
+            body = tuple(_kept_lines(host, (held or {}).get("lines") if isinstance(held, dict) else held))
+        else:
+            check_gpu_records(gpus_by_host[host], host)
+            body = tuple(gres_conf_lines(gpus_by_host[host] or [], cores=cores, links=links))
         if body:
             groups.setdefault(body, []).append(host)
     out = []
@@ -182,6 +215,20 @@ def gres_conf_cluster(gpus_by_host, autodetect=False, cores=True, links=True, au
         nodes = hostlist_fold(hosts)
         out.extend(f"NodeName={nodes} {line}" for line in body)
     return "".join(line + "\n" for line in out)
+
+
+_KEPT_LINE = re.compile(r"Name=gpu( [A-Za-z]+=[A-Za-z0-9_./,-]+)*")
+
+
+def _kept_lines(host, lines):
+    """A held node's gres.conf lines as the file in place has them, checked again: they go back into the file."""
+    if isinstance(lines, (str, bytes)) or not isinstance(lines, (list, tuple)):
+        raise ValueError(f"host {host}: its kept gres.conf lines are no list: {lines!r}")
+    for line in lines:
+        if not isinstance(line, str) or _KEPT_LINE.fullmatch(line) is None:
+            raise ValueError(f"host {host}: kept gres.conf line {line!r} is not {_KEPT_LINE.pattern!r}; "
+                             f"no gres.conf is written")
+    return lines
 
 
 def gres_node_string(gpus):

@@ -879,6 +879,30 @@ def parse_gres_conf(text):
     return entries
 
 
+def kept_gpu_report(node, slurm_conf_text, gres_conf_text):
+    """What the files in place say of ``node``'s GPUs: ``{"gres": its slurm.conf ``Gres=`` or None, "lines": its
+    gres.conf lines without ``NodeName=``, in file order}``. Both are empty where the node is in neither file
+    (a node the cluster does not know yet).
+
+    Work at risk: a node whose own GPU report gpu_discovery refused is held, and the cluster's files must not
+    change because of it: without its report, slurm.conf would lose its ``Gres=`` and gres.conf its lines, and
+    slurmctld would reconfigure or restart every daemon for a node that reported nothing valid. So its part of
+    both files is kept as the files in place have it (slurm_common renders it back): Refused (SlurmConfError) for a
+    file that does not parse, so nothing is written.
+    """
+    short = str(node).split(".", 1)[0]
+    entry = parse_slurm_conf(slurm_conf_text or "")["nodes"].get(short) or {}
+    gres = _ci_get(entry, "Gres")
+    lines = []
+    for number, line in _logical_lines(gres_conf_text or ""):
+        pairs = _pairs(number, line, "gres.conf")
+        names = [value for key, value in pairs if key.lower() == "nodename"]
+        if not names or short not in _names(names[0], number, "gres.conf"):
+            continue
+        lines.append(" ".join(f"{key}={value}" for key, value in pairs if key.lower() != "nodename"))
+    return {"gres": gres if gres not in (None, "", "(null)") else None, "lines": lines}
+
+
 def _values(lines, key):
     return sorted(str(line.get(key, "")) for line in lines)
 

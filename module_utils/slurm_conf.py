@@ -188,7 +188,7 @@ _GRES = re.compile(r"[A-Za-z0-9_]+(:[A-Za-z0-9_.-]+)*(\([A-Za-z0-9:,-]+\))?"
                    r"(,[A-Za-z0-9_]+(:[A-Za-z0-9_.-]+)*(\([A-Za-z0-9:,-]+\))?)*")
 
 
-def nodes_from_facts(hosts, hostvars, reserve, gres_var, extra=None):
+def nodes_from_facts(hosts, hostvars, reserve, gres_var, extra=None, kept=None):
     """Per-node NodeName dicts from gathered facts and GPU discovery.
 
     Uses the socket/core/thread layout Ansible gathered on each node (what slurmd reports on x86;
@@ -203,7 +203,9 @@ def nodes_from_facts(hosts, hostvars, reserve, gres_var, extra=None):
     Work at risk: ``gres_var`` is what each node reported about its own GPUs and it lands in the one
     slurm.conf every node reads; a value that is not a Gres= list (a space, ``"``, ``#``, ``=`` or a line
     break in it) is Refused (SlurmConfDataError naming the host and the variable) before any line is
-    made, so the slurm.conf in place keeps serving every node.
+    made, so the slurm.conf in place keeps serving every node. A node whose report gpu_discovery refused (and
+    held) comes in ``kept`` (``{host: {"gres": ...}}``, slurm_change.kept_gpu_report): its ``Gres=`` as the
+    slurm.conf in place has it, checked the same way, so the file does not change because of it.
     """
     res = _reserve(reserve)
     raw = []
@@ -218,10 +220,14 @@ def nodes_from_facts(hosts, hostvars, reserve, gres_var, extra=None):
         sockets = int(hv["ansible_processor_count"])
         cores = int(hv["ansible_processor_cores"])
         threads = int(hv["ansible_processor_threads_per_core"])
-        gres = hv.get(gres_var) or None
+        short = host.split(".", 1)[0]
+        if kept and (host in kept or short in kept):
+            gres_var_used, gres = "its kept Gres (the slurm.conf in place)", (kept.get(host) or kept[short]).get("gres")
+        else:
+            gres_var_used, gres = gres_var, hv.get(gres_var) or None
         if gres is not None and (not isinstance(gres, str) or _GRES.fullmatch(gres) is None):
             raise SlurmConfDataError(
-                f"host {host}: {gres_var} {gres!r} is no Gres= value ({_GRES.pattern}); the node's GPU "
+                f"host {host}: {gres_var_used} {gres!r} is no Gres= value ({_GRES.pattern}); the node's GPU "
                 f"report is refused and no slurm.conf is written (rerun gpu_discovery on it)"
             )
         raw.append((host, sockets, cores, threads, gres, int(hv["ansible_memtotal_mb"])))
