@@ -19,7 +19,8 @@ from ansible.module_utils.k8s_pool import (
     gpu_admission_errors,
     leave_labels,
     merge_taints,
-    node_names,
+    node_name_check,
+    node_name_errors,
     pool_admissions,
     pool_allocatable_quota,
     pool_gpu_total,
@@ -78,8 +79,11 @@ def k8s_merge_taints(existing, add=(), remove=()):
 
 def k8s_pool_admissions(hosts, node_objs, hostvars, count_var, validator_pods=(), verdicts=None, node_names=None,
                         fabric=None, **kwargs):
-    """``pool_admissions`` with each host's GPU count read from host variable ``count_var``."""
+    """``pool_admissions`` with each host's GPU count read from host variable ``count_var``. The hosts whose reported
+    hostname the Node-name check refuses (``k8s_node_name_refusals``, read here from ``hostvars``, whatever map the
+    caller gives) are held on their own Node, never admitted; ``node_names`` None: each host's name is its Node's."""
     hosts = list(hosts)
+    name_var = kwargs.pop("node_name_var", "cluster_k8s_node_name")
     verdicts = dict(verdicts or {})
     # a modelled node (preflight) is no inventory host: it has no count, and needs none without a PASS
     # (HostVars.get on an unknown host does not return the default in ansible-core 2.19)
@@ -90,9 +94,11 @@ def k8s_pool_admissions(hosts, node_objs, hostvars, count_var, validator_pods=()
     for key in ("hold_taint", "pool_taint", "fail_taint"):
         if kwargs.get(key):
             kwargs[key] = dict(kwargs[key])
+    refused = _node_name_check([h for h in hosts if h in hostvars], hostvars, name_var)["refused"]
     try:
         return pool_admissions(hosts, list(node_objs or []), counts, list(validator_pods or []), verdicts,
-                               dict(node_names or {}), {h: dict(v) for h, v in (fabric or {}).items()}, **kwargs)
+                               None if node_names is None else dict(node_names),
+                               {h: dict(v) for h, v in (fabric or {}).items()}, refused, **kwargs)
     except (KeyError, ValueError) as exc:
         raise AnsibleFilterError(f"{count_var}: {exc}") from exc
 
@@ -103,11 +109,7 @@ def k8s_leave_node_patch(node_name, label_key, admitted_label="node-restriction.
             "metadata": {"name": str(node_name), "labels": leave_labels(label_key, admitted_label)}}
 
 
-def k8s_node_names(hosts, hostvars, var="cluster_k8s_node_name"):
-    """``{host: Node name}``: host variable ``var`` when set, else the inventory name; lowercased. The gathered
-    kernel hostname (``ansible_facts.nodename``, where known) is only a cross-check: ``node_names`` refuses a name
-    that is no DNS subdomain, an inventory-named host whose hostname differs, a hostname that is another
-    inventory host's, and two hosts mapping to one Node."""
+def _node_name_check(hosts, hostvars, var):
     known = set(hostvars)
     explicit, reported = {}, {}
     for host in hosts:
@@ -116,9 +118,44 @@ def k8s_node_names(hosts, hostvars, var="cluster_k8s_node_name"):
         explicit[host] = hv.get(var)
         reported[host] = facts.get("nodename") if isinstance(facts, dict) else None
     try:
-        return node_names(list(hosts), explicit, reported, known, var)
+        return node_name_check(list(hosts), explicit, reported, known, var)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc)) from exc
+
+
+def k8s_node_names(hosts, hostvars, var="cluster_k8s_node_name"):
+    """``{host: Node name}``: host variable ``var`` when set, else the inventory name; lowercased. The gathered
+    kernel hostname (``ansible_facts.nodename``, where known) is only a cross-check: a host whose hostname is
+    another inventory host's, or differs from its inventory name, is refused and left out of the map (its hold:
+    ``k8s_node_name_refusals``); a name that is no DNS subdomain and two hosts mapping to one Node fail the run.
+    Look a host up strictly (``map[host]``, or ``k8s_node_name``), never with a fallback name."""
+    return _node_name_check(hosts, hostvars, var)["names"]
+
+
+def k8s_node_name_refusals(hosts, hostvars, var="cluster_k8s_node_name"):
+    """``{host: {name, field, value, reason}}`` for the hosts of ``hosts`` whose reported hostname failed the
+    cross-check; ``name`` is the host's own Node (``var`` or the inventory name), the one to hold."""
+    return _node_name_check(hosts, hostvars, var)["refused"]
+
+
+def k8s_node_name(host, hostvars, var="cluster_k8s_node_name"):
+    """``host``'s Node name (``var``, else its inventory name); fails naming the host and the field when its
+    report was refused, so a refused host is never acted on under any name."""
+    check = _node_name_check([host], hostvars, var)
+    if host in check["refused"]:
+        raise AnsibleFilterError(check["refused"][host]["reason"])
+    return check["names"][host]
+
+
+def k8s_node_name_errors(hosts, hostvars, var="cluster_k8s_node_name"):
+    """Preflight: the Node-name errors of the inventory alone (``node_name_errors``), each naming the host and
+    ``var``."""
+    explicit = {}
+    for host in hosts:
+        # not hostvars.get(host, {}): HostVars.get on an unknown host does not return the default in ansible-core 2.19
+        hv = hostvars[host] if host in hostvars else {}  # noqa: SIM401
+        explicit[host] = hv.get(var)
+    return node_name_errors(list(hosts), explicit, var)
 
 
 def k8s_gpu_admission_errors(node_obj, host, hostvars, count_var, validator_pods=()):
@@ -161,6 +198,9 @@ class FilterModule:
             "k8s_gpu_admission_errors": k8s_gpu_admission_errors,
             "k8s_leave_node_patch": k8s_leave_node_patch,
             "k8s_node_names": k8s_node_names,
+            "k8s_node_name_refusals": k8s_node_name_refusals,
+            "k8s_node_name": k8s_node_name,
+            "k8s_node_name_errors": k8s_node_name_errors,
             "k8s_gate_verdicts": k8s_gate_verdicts,
             "k8s_drop_nulls": k8s_drop_nulls,
             # What cluster_k8s_distribution decides (module_utils/k8s_distribution.py); an unknown one fails the task.

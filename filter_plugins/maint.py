@@ -33,12 +33,14 @@ def maint_input_errors(inputs, pools, hosts):
 
 def maint_planner_nodes(hosts, views, hostvars, k8s_nodes=None, node_names=None):
     """module_utils.maint_plan.planner_nodes from slurm_node_info views, the leaf host variable and, where
-    Kubernetes was read, its Nodes (*k8s_nodes*: k8s_info ``resources``; *node_names*: ``{host: Node name}``,
-    the inventory name where absent). *k8s_nodes* None: Kubernetes was not read."""
+    Kubernetes was read, its Nodes (*k8s_nodes*: k8s_info ``resources``; *node_names*: ``{host: Node name}``; a host
+    it leaves out, refused by the Node-name check, is looked up under no name and so never counted in service; None:
+    each host's inventory name). *k8s_nodes* None: Kubernetes was not read."""
     leaves = {h: (hostvars.get(h) or {}).get("cluster_leaf_switch") for h in hosts}
     k8s = None
     if k8s_nodes is not None:
-        names = {h: (node_names or {}).get(h, h) for h in hosts}
+        # A host the map leaves out (its reported hostname refused) has no Kubernetes view: never in service.
+        names = {h: h for h in hosts} if node_names is None else {h: node_names[h] for h in hosts if h in node_names}
         k8s = live_views(list(k8s_nodes), names)
     return planner_nodes(hosts, views, leaves, k8s)
 

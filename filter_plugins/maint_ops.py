@@ -40,6 +40,11 @@ def maint_kube_annotation(step, run_id):
     return {maint_k8s.ANNOTATION: maint_k8s.step_annotation(step, run_id)}
 
 
+def maint_kube_step_labels(step):
+    """Maintenance's step label (``node-restriction.kubernetes.io/gpufleet-maint``; None removes it)."""
+    return maint_k8s.step_labels(step)
+
+
 def maint_kube_wave_check(wave, node_objs, node_names, pools):
     """maint_k8s.live_wave_check: the Slurm path's live minimum check (maint_plan.wave_check) on the Nodes now."""
     return maint_k8s.live_wave_check(list(wave), list(node_objs or []), dict(node_names or {}), pools)
@@ -67,6 +72,8 @@ class FilterModule:
             "k8s_drain_options": k8s_drain_options,
             "maint_kube_step": maint_kube_step,
             "maint_kube_annotation": maint_kube_annotation,
+            "maint_kube_step_labels": maint_kube_step_labels,
+            "maint_kube_may_uncordon": maint_k8s.may_uncordon,
             "maint_kube_ready": maint_k8s.node_ready,
             "maint_kube_outcome": maint_k8s.outcome,
             "maint_kube_wave_check": as_filter(maint_kube_wave_check, (ValueError,)),

@@ -6,10 +6,10 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: k8s_node_patch
-short_description: Change a Node's taints and labels without overwriting another writer's
+short_description: Change a Node's taints, labels and annotations without overwriting another writer's
 description:
   - Reads the Node, computes its new taints (the ones it had, with I(taints_add) set and I(taints_remove)
-    dropped) and labels, and patches them with the resourceVersion it read. When the Node changed since the
+    dropped), labels and annotations, and patches them with the resourceVersion it read. When the Node changed since the
     read (HTTP 409 Conflict), it reads again and retries, up to I(attempts) times; then it fails and says so.
   - This is how Kubernetes' controllers change a Node. C(kubernetes.core.k8s_taint) and a merge patch of
     C(spec.taints) send a list computed from an earlier read, which drops or revives a taint another writer
@@ -27,6 +27,10 @@ options:
     required: true
   labels:
     description: Labels to set; a null value removes the label.
+    type: dict
+    default: {}
+  annotations:
+    description: Annotations to set; a null value removes the annotation.
     type: dict
     default: {}
   taints_add:
@@ -60,11 +64,11 @@ EXAMPLES = r"""
 
 RETURN = r"""
 before:
-  description: The Node's labels and taints as read by the last attempt.
+  description: The Node's labels, annotations and taints as read by the last attempt.
   type: dict
   returned: always
 after:
-  description: The labels and taints the patch set (equal to before when nothing changed).
+  description: The labels, annotations and taints the patch set (equal to before when nothing changed).
   type: dict
   returned: always
 attempts:
@@ -98,6 +102,7 @@ def main():
             "name": {"type": "str", "required": True},
             "kubeconfig": {"type": "path", "required": True},
             "labels": {"type": "dict", "default": {}},
+            "annotations": {"type": "dict", "default": {}},
             "taints_add": {"type": "list", "elements": "dict", "default": []},
             "taints_remove": {"type": "list", "elements": "str", "default": []},
             "attempts": {"type": "int", "default": 5},
@@ -136,7 +141,8 @@ def main():
 
     try:
         result = patch_node(read, patch, name, params["labels"], taints_add, params["taints_remove"],
-                            check_mode=module.check_mode, attempts=params["attempts"])
+                            check_mode=module.check_mode, attempts=params["attempts"],
+                            annotations=params["annotations"])
     except (RuntimeError, ValueError) as exc:
         module.fail_json(msg=str(exc))
     except Exception as exc:  # the API server unreachable (urllib3), or another client error

@@ -31,27 +31,36 @@ def _remove_keys(remove):
     return [t["key"] if isinstance(t, dict) else t for t in remove or []]
 
 
-def node_change(node, labels=None, taints_add=(), taints_remove=()):
-    """The patch body that brings ``node`` (a Node as a dict) to the wanted labels and taints, or None.
+def _map_changes(live, wanted):
+    changes = {}
+    for key, value in (wanted or {}).items():
+        want = None if value is None else str(value)
+        if want is None and key in live:
+            changes[key] = None
+        elif want is not None and live.get(key) != want:
+            changes[key] = want
+    return changes
 
-    ``labels``: {key: value}; a value of None removes the key. ``taints_add``: taints to set (a taint with the
-    same key and effect is replaced); ``taints_remove``: keys (or taints, by key) to drop. The taints a
+
+def node_change(node, labels=None, taints_add=(), taints_remove=(), annotations=None):
+    """The patch body that brings ``node`` (a Node as a dict) to the wanted labels, annotations and taints, or
+    None.
+
+    ``labels``, ``annotations``: {key: value}; a value of None removes the key. ``taints_add``: taints to set (a
+    taint with the same key and effect is replaced); ``taints_remove``: keys (or taints, by key) to drop. The taints a
     patch sends are ``merge_taints`` of the node's own, so every taint nobody asked to change is kept.
     """
     meta = node.get("metadata") or {}
     live_labels = meta.get("labels") or {}
     live_taints = (node.get("spec") or {}).get("taints") or []
-    label_changes = {}
-    for key, value in (labels or {}).items():
-        want = None if value is None else str(value)
-        if want is None and key in live_labels:
-            label_changes[key] = None
-        elif want is not None and live_labels.get(key) != want:
-            label_changes[key] = want
+    label_changes = _map_changes(live_labels, labels)
+    annotation_changes = _map_changes(meta.get("annotations") or {}, annotations)
     taints = merge_taints(live_taints, [_clean_taint(t) for t in taints_add or []], _remove_keys(taints_remove))
     body = {}
     if label_changes:
         body.setdefault("metadata", {})["labels"] = label_changes
+    if annotation_changes:
+        body.setdefault("metadata", {})["annotations"] = annotation_changes
     if taints != live_taints:
         body["spec"] = {"taints": taints}
     if not body:
@@ -65,12 +74,14 @@ def node_change(node, labels=None, taints_add=(), taints_remove=()):
 def _state(node):
     return {
         "labels": dict((node.get("metadata") or {}).get("labels") or {}),
+        "annotations": dict((node.get("metadata") or {}).get("annotations") or {}),
         "taints": list((node.get("spec") or {}).get("taints") or []),
     }
 
 
-def patch_node(read, patch, name, labels=None, taints_add=(), taints_remove=(), check_mode=False, attempts=5):
-    """Bring Node ``name`` to the wanted labels and taints; returns {changed, before, after, attempts}.
+def patch_node(read, patch, name, labels=None, taints_add=(), taints_remove=(), check_mode=False, attempts=5,
+               annotations=None):
+    """Bring Node ``name`` to the wanted labels, annotations and taints; returns {changed, before, after, attempts}.
 
     Each attempt reads, computes and patches with the read's resourceVersion; a Conflict starts the next one.
     After ``attempts`` conflicts in a row it raises RuntimeError: the Node changes faster than a patch lands,
@@ -80,7 +91,7 @@ def patch_node(read, patch, name, labels=None, taints_add=(), taints_remove=(), 
         raise ValueError(f"attempts must be at least 1, not {attempts}")
     for attempt in range(1, attempts + 1):
         node = read(name)
-        body = node_change(node, labels, taints_add, taints_remove)
+        body = node_change(node, labels, taints_add, taints_remove, annotations)
         before = _state(node)
         if body is None:
             return {"changed": False, "before": before, "after": before, "attempts": attempt}
@@ -88,6 +99,11 @@ def patch_node(read, patch, name, labels=None, taints_add=(), taints_remove=(), 
             "labels": {
                 k: v
                 for k, v in {**before["labels"], **(body.get("metadata") or {}).get("labels", {})}.items()
+                if v is not None
+            },
+            "annotations": {
+                k: v
+                for k, v in {**before["annotations"], **(body.get("metadata") or {}).get("annotations", {})}.items()
                 if v is not None
             },
             "taints": (body.get("spec") or {}).get("taints", before["taints"]),

@@ -351,29 +351,12 @@ def _short(name):
     return str(name).split(".", 1)[0].lower()
 
 
-def node_names(hosts, explicit=None, reported=None, inventory=(), var="cluster_k8s_node_name"):
-    """``{host: Node name}`` for ``hosts``, checked as a whole. The inventory is the one source of the name:
-    ``explicit`` (``var``, which must equal the agent's ``node-name`` when that is set), else the inventory name;
-    lowercased, as the kubelet does.
-
-    ``explicit``: host -> ``var`` (set by the admin); ``reported``: host -> the kernel hostname the node
-    reported about itself (``ansible_facts.nodename``, what k3s and the kubelet register when no ``node-name``
-    is configured); ``inventory``: every inventory host name. The reported hostname never names a Node: it is
-    a cross-check, applied only where it is known (a fresh host has no facts yet).
-
-    Work at risk: the map picks the Node a run drains, cordons, uncordons and lifts the gate-failed taint
-    from, and a node's hostname can differ from the name it is known by (a cloned image keeps its hostname; a
-    node can lie). Refused (ValueError naming each host, the field and the values) before any Node is touched:
-    a name that is no DNS subdomain; a host named by its inventory name whose reported hostname differs from
-    it (its kubelet registered another Node, set ``var``); a reported hostname whose first label is another
-    inventory host's, also where ``var`` is set; two hosts whose names share a first label (a short name finds
-    its FQDN Node too), naming both hosts. Every refusal of the run is reported at once.
-    """
+def _name_check(hosts, explicit, reported, inventory, var):
     explicit, reported = explicit or {}, reported or {}
     others = {_short(h): h for h in inventory}
-    out, where, by_short, errors = {}, {}, {}, []
+    out, where, by_short, errors, refused = {}, {}, {}, [], {}
     for host in hosts:
-        if host in out:
+        if host in out or host in refused:
             continue
         value = explicit.get(host)
         if value is not None and str(value).strip():
@@ -386,19 +369,6 @@ def node_names(hosts, explicit=None, reported=None, inventory=(), var="cluster_k
             errors.append(f"{host}: {field} {name!r} is no Kubernetes Node name (a lower-case DNS subdomain of at "
                           f"most 253 characters); the host is refused, no Node is touched")
             continue
-        seen = reported.get(host)
-        seen = str(seen).strip() if seen is not None and str(seen).strip() else None
-        owner = others.get(_short(seen)) if seen is not None else None
-        if seen is not None and owner is not None and _short(owner) != _short(host):
-            errors.append(f"{host}: {REPORTED_FIELD} {seen!r} is the name of inventory host {owner}, not of {host}; "
-                          f"the host is refused, no Node is touched (fix its hostname)")
-            continue
-        if seen is not None and field != var and seen.lower() != name:
-            errors.append(f"{host}: {REPORTED_FIELD} {seen!r} (the hostname k3s and the kubelet register) differs "
-                          f"from its Node name {name!r} (the inventory name; {var} is not set); the host is "
-                          f"refused, no Node is touched (fix the hostname, or set {var} to the name its agent "
-                          f"registers)")
-            continue
         other = by_short.get(_short(name))
         if other is not None:
             where[host] = (field, name)
@@ -408,10 +378,73 @@ def node_names(hosts, explicit=None, reported=None, inventory=(), var="cluster_k
                           f"{where[second][1]!r}); both hosts are refused, no Node is touched (fix {var})")
             continue
         by_short[_short(name)] = host
-        out[host], where[host] = name, (field, name)
+        where[host] = (field, name)
+        seen = reported.get(host)
+        seen = str(seen).strip() if seen is not None and str(seen).strip() else None
+        owner = others.get(_short(seen)) if seen is not None else None
+        why = None
+        if seen is not None and owner is not None and _short(owner) != _short(host):
+            why = (f"{host}: {REPORTED_FIELD} {seen!r} is the name of inventory host {owner}, not of {host} "
+                   f"(its Node is {name!r}, from its {field}); the host is refused and held, no other Node is "
+                   f"touched (fix its hostname)")
+        elif seen is not None and field != var and seen.lower() != name:
+            why = (f"{host}: {REPORTED_FIELD} {seen!r} (the hostname k3s and the kubelet register) differs "
+                   f"from its Node name {name!r} (the inventory name; {var} is not set); the host is "
+                   f"refused and held, no other Node is touched (fix the hostname, or set {var} to the name "
+                   f"its agent registers)")
+        if why is not None:
+            refused[host] = {"name": name, "field": REPORTED_FIELD, "value": seen, "reason": why}
+            continue
+        out[host] = name
+    return out, refused, errors
+
+
+def node_name_check(hosts, explicit=None, reported=None, inventory=(), var="cluster_k8s_node_name"):
+    """``{"names": {host: Node name}, "refused": {host: refusal}}`` for ``hosts``. The inventory is the one source
+    of the name: ``explicit`` (``var``, which must equal the agent's ``node-name`` when that is set), else the
+    inventory name; lowercased, as the kubelet does.
+
+    ``explicit``: host -> ``var`` (set by the admin); ``reported``: host -> the kernel hostname the node
+    reported about itself (``ansible_facts.nodename``, what k3s and the kubelet register when no ``node-name``
+    is configured); ``inventory``: every inventory host name. The reported hostname never names a Node: it is
+    a cross-check, applied only where it is known (a fresh host has no facts yet).
+
+    ``names`` holds only the hosts whose report passed: a consumer looks a host up there and never falls back
+    to another name. A host whose report fails is in ``refused`` alone, with ``{name, field, value, reason}``:
+    ``name`` is its own Node's name from the inventory (never from the report), which the caller holds;
+    ``field`` is ``REPORTED_FIELD`` and ``value`` what the node reported; ``reason`` names the host, the field
+    and the values.
+
+    Work at risk: the map picks the Node a run drains, cordons, uncordons and lifts the gate-failed taint
+    from, and a node's hostname can differ from the name it is known by (a cloned image keeps its hostname; a
+    node can lie). Refused, for the one host (it is in ``refused``, never in ``names``, so no Node is acted on
+    for it under any name and it is never capacity): a reported hostname whose first label is another
+    inventory host's, also where ``var`` is set; a host named by its inventory name whose reported hostname
+    differs from it (its kubelet registered another Node, set ``var``). Refused for the whole run (ValueError
+    naming each host, the variable and the values; the admin's input, which preflight refuses first): a name
+    that is no DNS subdomain; two hosts whose names share a first label (a short name finds its FQDN Node
+    too), naming both hosts. Every refusal of the run is reported at once.
+    """
+    out, refused, errors = _name_check(hosts, explicit, reported, inventory, var)
     if errors:
         raise ValueError("; ".join(errors))
-    return out
+    return {"names": out, "refused": refused}
+
+
+def node_name_errors(hosts, explicit=None, var="cluster_k8s_node_name"):
+    """The inventory's own Node-name errors, from the inventory alone (no host contacted, so no reported hostname):
+    a name that is no DNS subdomain, two hosts mapping to one Node name (naming both). Preflight's check; each error
+    names the host and ``var``."""
+    return _name_check(hosts, explicit, None, hosts, var)[2]
+
+
+def node_names(hosts, explicit=None, reported=None, inventory=(), var="cluster_k8s_node_name"):
+    """``{host: Node name}`` of the hosts of ``hosts`` whose report passed (``node_name_check``'s ``names``): a
+    refused host is absent, and its consumers must not fall back to a name of their own.
+
+    Work at risk: as ``node_name_check``.
+    """
+    return node_name_check(hosts, explicit, reported, inventory, var)["names"]
 
 
 def _registered(name, by_name):
@@ -424,33 +457,58 @@ def _registered(name, by_name):
     return found[0] if len(found) == 1 else None
 
 
+HOLD_REASON_ANNOTATION = "gpufleet.io/hold-reason"
+
+
+def refused_hold(host, refusal, hold_taint, admitted_label=ADMITTED_LABEL):
+    """The patch that holds a host whose report was refused (``node_name_check``'s ``refused[host]``), on its own
+    Node (``refusal["name"]``, from the inventory): the hold taint, the admission record dropped (it is gated again
+    once its report passes), the reason in annotation ``HOLD_REASON_ANNOTATION``. No pool label, no cordon.
+    """
+    reason = str(refusal.get("reason") or f"{host}: its report was refused")
+    return {"labels": {admitted_label: None}, "annotations": {HOLD_REASON_ANNOTATION: reason},
+            "taints_add": [hold_taint], "taints_remove": [], "admitted": False, "pending": False, "refused": True,
+            "why": [reason]}
+
+
 def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=None, node_names=None, fabric=None,
-                    **kwargs):
+                    refused=None, **kwargs):
     """``node_admission`` for every inventory host of the pool that is registered as a Node.
 
     ``fabric``: host -> its fabric labels (``fabric.node_labels``); a host without an entry has no place in
     the fabric and carries no fabric label.
     ``node_objs``: Node objects (a ``k8s_info`` result's ``resources``); ``gpu_counts``: host -> GPU count;
-    ``verdicts``: host -> this run's gate verdict; ``node_names``: host -> Node name where they differ (a Node
-    registered under the FQDN of a short name, or the reverse, is found too when it is the only one).
+    ``verdicts``: host -> this run's gate verdict; ``node_names``: host -> Node name (``node_names``), or None where
+    each host's name is its Node's (a Node registered under the FQDN of a short name, or the reverse, is found too
+    when it is the only one); ``refused``: host -> its refusal (``node_name_check``'s ``refused``).
     Returns ``{"nodes": {host: {name, taints, **admission}}, "unregistered": [host, ...], "allocatable":
-    {host: status.allocatable}}``; ``taints`` are the node's live taints, for the merge that keeps their order (no
-    patch when nothing changes); ``allocatable`` is each registered node's, for the quota of what is admitted.
+    {host: status.allocatable}, "refused": {host: reason}}``; ``taints`` are the node's live taints, for the merge
+    that keeps their order (no patch when nothing changes); ``allocatable`` is each admissible node's, for the quota of
+    what is admitted. A refused host whose own Node exists is in ``nodes`` with ``refused_hold``'s patch (held, its
+    verdict ignored); every other node's patch drops that hold's reason annotation.
 
     Work at risk: an admission lifts the hold and the gate-failed taint (never a cordon); two hosts that
     resolve to one Node (a map entry naming another host's Node, or a short name finding its FQDN) would
-    let one host's verdict act on the other's Node. Refused: ValueError naming both hosts and the Node.
+    let one host's verdict act on the other's Node. Refused: ValueError naming both hosts and the Node; a host
+    whose report was refused, or that a given ``node_names`` leaves out, is never admitted, never looked up under
+    another host's name and adds no allocatable (it is held on its own Node where it has one).
     """
     verdicts = verdicts or {}
-    node_names = node_names or {}
+    refused = dict(refused or {})
     by_name = {}
     for obj in node_objs or []:
         name = ((obj or {}).get("metadata") or {}).get("name")
         if name:
             by_name[name] = obj
-    out, unregistered, claimed, allocatable = {}, [], {}, {}
+    out, unregistered, claimed, allocatable, refusals = {}, [], {}, {}, {}
     for host in sorted(hosts):
-        obj = _registered(node_names.get(host, host), by_name)
+        if host not in refused and node_names is not None and host not in node_names:
+            refusals[host] = f"{host}: no Kubernetes Node name in the Node-name map; not acted on"
+            continue
+        own = refused[host]["name"] if host in refused else (host if node_names is None else node_names[host])
+        obj = _registered(own, by_name)
+        if host in refused:
+            refusals[host] = str(refused[host].get("reason"))
         if obj is None:
             unregistered.append(host)
             continue
@@ -459,11 +517,18 @@ def pool_admissions(hosts, node_objs, gpu_counts, validator_pods=(), verdicts=No
             raise ValueError(f"{claimed[name]} and {host} both resolve to Kubernetes Node {name}; both hosts are "
                              f"refused, no Node is touched (fix the Node-name map)")
         claimed[name] = host
+        taints = ((obj.get("spec") or {}).get("taints")) or []
+        if host in refused:
+            out[host] = {"name": name, "taints": taints,
+                         **refused_hold(host, refused[host], kwargs["hold_taint"],
+                                        kwargs.get("admitted_label", ADMITTED_LABEL))}
+            continue
         try:
             state = node_admission(obj, gpu_counts.get(host), validator_pods, verdicts.get(host),
                                    fabric_labels=(fabric or {}).get(host), **kwargs)
         except ValueError as exc:
             raise ValueError(f"{host}: {exc}") from exc
-        out[host] = {"name": name, "taints": ((obj.get("spec") or {}).get("taints")) or [], **state}
+        out[host] = {"name": name, "taints": taints, "annotations": {HOLD_REASON_ANNOTATION: None}, "refused": False,
+                     **state}
         allocatable[host] = dict(((obj.get("status") or {}).get("allocatable")) or {})
-    return {"nodes": out, "unregistered": unregistered, "allocatable": allocatable}
+    return {"nodes": out, "unregistered": unregistered, "allocatable": allocatable, "refused": refusals}

@@ -3,8 +3,10 @@
 Pure functions (docs/maintenance.md, "Kubernetes-pool nodes"). A Kubernetes-pool node in a wave is cordoned
 and drained (kubernetes.core.k8s_drain: the eviction API, so PodDisruptionBudgets hold; DaemonSet pods
 stay; emptyDir data goes; ``force`` only when the operator forces), changed, rebooted, gated, and
-uncordoned by the gate on PASS. Its step lives in the node annotation ``gpufleet.io/maint`` (the toolkit's
-reason format, module_utils/node_reason.py), so a killed run is finished by the next one.
+uncordoned by the gate on PASS. Its step lives in the label ``node-restriction.kubernetes.io/gpufleet-maint``
+(``drain``, ``applied``), which the node's own kubelet cannot write (NodeRestriction), so a killed run is finished
+by the next one and a node cannot forge maintenance's cordon; the annotation ``gpufleet.io/maint`` (the toolkit's
+reason format, module_utils/node_reason.py) carries the run for people and reports, and is never trusted alone.
 """
 
 from ansible.module_utils.k8s_state import node_state
@@ -12,6 +14,10 @@ from ansible.module_utils.maint_plan import wave_check, wave_schedule
 from ansible.module_utils.node_reason import make_reason, parse_reason
 
 ANNOTATION = "gpufleet.io/maint"
+# Maintenance's own record of its step (and so of its cordon): a label a kubelet may not set, change or remove on its
+# own Node (the NodeRestriction admission plugin refuses kubelets labels under node-restriction.kubernetes.io/).
+STEP_LABEL = "node-restriction.kubernetes.io/gpufleet-maint"
+STEPS = ("drain", "applied")
 K8S = "k8s"
 
 
@@ -44,19 +50,44 @@ def step_annotation(step, run_id):
     return make_reason("maint", step, run_id, K8S)
 
 
+def step_labels(step):
+    """The Node labels of maintenance's *step* (``drain``, ``applied``), or of none (``None``: the record removed)."""
+    if step is not None and step not in STEPS:
+        raise ValueError(f"maintenance step must be drain or applied, got {step!r}")
+    return {STEP_LABEL: step}
+
+
 def node_step(node):
     """Where an earlier run left a Kubernetes node: ``{step, run_id, cordoned}`` from a Node object.
 
-    ``step`` is ``drain`` or ``applied`` when the node carries our annotation, None otherwise (an
-    annotation someone else wrote is not ours and reads as None).
+    ``step`` is ``drain`` or ``applied`` when the node carries maintenance's label ``STEP_LABEL`` with that
+    value, None otherwise. The annotation ``ANNOTATION`` alone is no step: the node's own kubelet may write any
+    annotation on its Node, the label it may not. ``run_id`` is the annotation's run where the annotation is
+    ours and names the same step, else None.
+
+    Work at risk: an admin's cordon and a node's maintenance. Refused: a step only an annotation claims (what a
+    node's kubelet can forge) is no step, so its cordon reads as an admin's, is never lifted by a gate and the
+    node is left out of maintenance; guarded: the step a run recorded in the label survives a killed run.
     """
     meta = (node or {}).get("metadata") or {}
+    label = (meta.get("labels") or {}).get(STEP_LABEL)
+    step = label if label in STEPS else None
     parsed = parse_reason((meta.get("annotations") or {}).get(ANNOTATION))
-    step = None
-    if parsed and parsed["kind"] == "maint" and parsed["detail"] in ("drain", "applied"):
-        step = parsed["detail"]
-    return {"step": step, "run_id": parsed["run_id"] if step else None,
+    run_id = None
+    if step and parsed and parsed["kind"] == "maint" and parsed["detail"] == step:
+        run_id = parsed["run_id"]
+    return {"step": step, "run_id": run_id,
             "cordoned": bool(((node or {}).get("spec") or {}).get("unschedulable"))}
+
+
+def may_uncordon(node):
+    """Whether a gate PASS lifts *node*'s cordon: only where maintenance's label says maintenance cordoned it.
+
+    Work at risk: an admin's cordon. Refused: a cordon without maintenance's label (an admin's, or one whose
+    node forged the ``gpufleet.io/maint`` annotation through its own kubelet) is never lifted.
+    """
+    step = node_step(node)
+    return step["cordoned"] and step["step"] is not None
 
 
 def node_ready(node):
@@ -84,7 +115,7 @@ def live_view(node):
 
     ``{name, pool, ready, cordoned, in_service, step, drained, down, reason, ours}``. ``in_service`` is
     module_utils/k8s_state.py's (Ready, not cordoned, no NoSchedule/NoExecute taint but the pool's);
-    ``step`` is our maintenance annotation's (:func:`node_step`). ``drained`` (cordoned), ``down`` (not
+    ``step`` is maintenance's label's (:func:`node_step`). ``drained`` (cordoned), ``down`` (not
     Ready, or tainted out of service), ``reason`` and ``ours`` (our maintenance annotation, else our
     pool hold reason, parsed) are the shape maint_plan.wave_check reads, as slurm_node_info gives it for
     Slurm. Raises ValueError on an object that is not a Node.
@@ -94,7 +125,9 @@ def live_view(node):
     state = node_state(node)
     step = node_step(node)
     annotation = (((node or {}).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
-    reason = annotation if step["step"] else state["reason"]
+    reason = state["reason"]
+    if step["step"]:
+        reason = annotation if step["run_id"] is not None else make_reason("maint", step["step"], None, K8S)
     return {"name": state["name"], "pool": state["pool"], "ready": state["ready"] is True,
             "cordoned": state["unschedulable"], "in_service": state["in_service"], "step": step["step"],
             "drained": state["unschedulable"], "down": not state["in_service"] and not state["unschedulable"],

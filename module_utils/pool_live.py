@@ -11,7 +11,7 @@ from __future__ import annotations
 from ansible.module_utils.k8s_state import node_states
 from ansible.module_utils.maint_k8s import ANNOTATION as MAINT_ANNOTATION
 from ansible.module_utils.maint_k8s import node_step
-from ansible.module_utils.node_reason import parse_reason
+from ansible.module_utils.node_reason import make_reason, parse_reason
 from ansible.module_utils.slurm_state import HOLD_FLAGS, SERVING_STATES
 
 SLURM = "slurm"
@@ -201,8 +201,9 @@ def unfinished_moves(views, targets):
 def merge_k8s_info(views, k8s_info_result, hosts, node_names=None):
     """merge_k8s on a kubernetes.core.k8s_info result of kind Node (read with k8s_state.node_states).
 
-    Each node also carries ``maint``: its ``gpufleet.io/maint`` annotation where that is a maintenance step
-    of ours (module_utils/maint_k8s.py), else None.
+    Each node also carries ``maint``: where maintenance's label records a step of ours (module_utils/maint_k8s.py,
+    ``node_step``), its ``gpufleet.io/maint`` annotation (or the step alone, where the annotation does not match),
+    else None. An annotation without the label is no step: the node's kubelet can write it.
 
     Work at risk: as ``merge_k8s``.
     """
@@ -210,8 +211,11 @@ def merge_k8s_info(views, k8s_info_result, hosts, node_names=None):
     items = k8s_info_result.get("resources") if isinstance(k8s_info_result, dict) else k8s_info_result
     for obj in items:
         name = obj["metadata"]["name"]
-        if node_step(obj)["step"] is not None:
-            nodes[name] = dict(nodes[name], maint=obj["metadata"]["annotations"][MAINT_ANNOTATION])
+        step = node_step(obj)
+        if step["step"] is not None:
+            annotation = (obj["metadata"].get("annotations") or {}).get(MAINT_ANNOTATION)
+            nodes[name] = dict(nodes[name], maint=annotation if step["run_id"] is not None
+                               else make_reason("maint", step["step"], None, K8S))
     return merge_k8s(views, nodes, hosts, node_names)
 
 
@@ -234,7 +238,8 @@ def merge_k8s(views, k8s_nodes, hosts, node_names=None):
     """Fold Kubernetes' view into the Slurm-derived views, per host.
 
     k8s_nodes: {name: k8s_state.node_state, plus ``maint`` (see merge_k8s_info)}; node_names: {host: Node name}
-    where they differ (``cluster_k8s_node_name``: filter k8s_node_names), else the host's name is its Node's. A node
+    (filter k8s_node_names), or None where every host's name is its Node's. A host the map leaves out (its reported
+    hostname was refused) is looked up under no name: where Kubernetes has Nodes it is ``held`` and unhealthy. A node
     Kubernetes knows and Slurm does not place (no partition, no move or hold reason of ours) is in the Kubernetes
     pool, whatever its pool label says or if it has none: it is never fresh. A node in the Kubernetes pool is
     capacity only where Kubernetes has it in service (Ready, not cordoned, no taint but the pool's); a cordon that
@@ -246,14 +251,25 @@ def merge_k8s(views, k8s_nodes, hosts, node_names=None):
     maintenance. Guarded: a node with pods is never read as fresh, a node out of service in Kubernetes is not
     capacity, an admin's cordon is ``admin_hold`` (never moved or uncordoned), a held node is ``held``
     (never moved), and a node both schedulers place work on shows both in ``schedulers`` (the planner
-    refuses it).
+    refuses it); a host without a Node name in a given map is held, never looked up under its inventory name.
     """
     out = {}
     for host in hosts:
         view = dict(views.get(host) or node_view(host))
         view.setdefault("held", None)
         view["schedulers"] = list(view.get("schedulers") or [])
-        knode = k8s_nodes.get((node_names or {}).get(host, host))
+        if node_names is None:
+            knode = k8s_nodes.get(host)
+        elif host in node_names:
+            knode = k8s_nodes.get(node_names[host])
+        else:
+            knode = None
+            if k8s_nodes:
+                # refused (its report failed the Node-name check) or left out of the map: never looked up under a
+                # guessed name, never moved, never capacity
+                view["held"] = view["held"] or (f"{host}: no Kubernetes Node name (its reported hostname was "
+                                                f"refused, or it is not in the Node-name map): not moved, not capacity")
+                view["healthy"] = False
         if knode is not None:
             if view["pool"] is None:
                 view["pool"] = K8S

@@ -54,17 +54,22 @@ def test_node_names_come_from_the_inventory_the_variable_then_the_inventory_name
         "gpu01": "gpu01.lab.example", "gpu02": "gpu02.lab.example", "GPU03": "gpu03", "model": "model"}
 
 
-def test_a_hostname_that_differs_from_the_inventory_name_fails_the_run_naming_host_variable_and_both_values():
-    from k8s import k8s_node_names
+def test_a_hostname_that_differs_from_the_inventory_name_refuses_that_host_alone_naming_field_and_both_values():
+    # issue 36: the host is refused (held), the rest of the map stands
+    from k8s import k8s_node_name, k8s_node_name_refusals, k8s_node_names
 
     hostvars = {"gpu01": {"ansible_facts": {"nodename": "gpu01"}},
                 "gpu02": {"ansible_facts": {"nodename": "gpu02.lab.example"}}}
-    with pytest.raises(AnsibleFilterError) as err:
-        k8s_node_names(["gpu01", "gpu02"], hostvars)
+    assert k8s_node_names(["gpu01", "gpu02"], hostvars) == {"gpu01": "gpu01"}
+    refused = k8s_node_name_refusals(["gpu01", "gpu02"], hostvars)
+    assert list(refused) == ["gpu02"]
+    assert refused["gpu02"]["name"] == "gpu02" and refused["gpu02"]["field"] == "ansible_facts.nodename"
     assert ("gpu02: ansible_facts.nodename 'gpu02.lab.example' (the hostname k3s and the kubelet register) "
             "differs from its Node name 'gpu02' (the inventory name; cluster_k8s_node_name is not set)"
-            ) in str(err.value)
-    assert "gpu01:" not in str(err.value)
+            ) in refused["gpu02"]["reason"]
+    with pytest.raises(AnsibleFilterError, match=r"gpu02: ansible_facts\.nodename 'gpu02\.lab\.example'"):
+        k8s_node_name("gpu02", hostvars)
+    assert k8s_node_name("gpu01", hostvars) == "gpu01"
 
 
 def test_the_hostname_cross_check_applies_only_where_the_fact_is_known():
@@ -87,38 +92,45 @@ def test_two_hosts_whose_variable_names_one_node_are_refused_naming_both_hosts()
 
 def test_a_node_registered_under_its_fqdn_is_found_from_the_short_inventory_name_unless_ambiguous():
     live = [node("gpu01.lab.example"), node("gpu02.a.example"), node("gpu02.b.example")]
-    out = k8s_pool_admissions(["gpu01", "gpu02"], live, {}, "cluster_gpu_count", [], {}, {}, **KW)
+    out = k8s_pool_admissions(["gpu01", "gpu02"], live, {}, "cluster_gpu_count", [], {}, None, **KW)
     assert out["nodes"]["gpu01"]["name"] == "gpu01.lab.example"
     assert out["unregistered"] == ["gpu02"]
 
 
 def test_two_hosts_reporting_one_hostname_are_refused_naming_both_hosts():
     # cloned images: both kernels still say the image's hostname
-    from k8s import k8s_node_names
+    from k8s import k8s_node_name_refusals, k8s_node_names
 
     hostvars = {"gpu01": {"ansible_facts": {"nodename": "ubuntu-2204"}},
                 "gpu02": {"ansible_facts": {"nodename": "ubuntu-2204"}}}
-    with pytest.raises(AnsibleFilterError, match=r"gpu01: ansible_facts.nodename 'ubuntu-2204' .*"
-                                                 r"gpu02: ansible_facts.nodename 'ubuntu-2204'"):
-        k8s_node_names(["gpu01", "gpu02"], hostvars)
+    assert k8s_node_names(["gpu01", "gpu02"], hostvars) == {}
+    refused = k8s_node_name_refusals(["gpu01", "gpu02"], hostvars)
+    assert {h: r["name"] for h, r in refused.items()} == {"gpu01": "gpu01", "gpu02": "gpu02"}
+    assert refused["gpu01"]["reason"].startswith("gpu01: ansible_facts.nodename 'ubuntu-2204'")
+    assert refused["gpu02"]["reason"].startswith("gpu02: ansible_facts.nodename 'ubuntu-2204'")
 
 
 def test_a_host_reporting_another_inventory_hosts_name_is_refused_even_alone():
     # gpu02 claims gpu01's hostname: its drain/uncordon would land on gpu01's Node
-    from k8s import k8s_node_names
+    from k8s import k8s_node_name_refusals, k8s_node_names
 
     hostvars = {"gpu01": {"ansible_facts": {"nodename": "gpu01.lab.example"}},
                 "gpu02": {"ansible_facts": {"nodename": "gpu01.lab.example"}}}
-    with pytest.raises(AnsibleFilterError, match=r"gpu02: ansible_facts.nodename .*gpu01"):
-        k8s_node_names(["gpu02"], hostvars)
+    assert k8s_node_names(["gpu02"], hostvars) == {}
+    assert k8s_node_names(["gpu01", "gpu02"], hostvars) == {}  # gpu01's FQDN differs from its inventory name too
+    refusal = k8s_node_name_refusals(["gpu02"], hostvars)["gpu02"]
+    assert refusal["name"] == "gpu02" and refusal["value"] == "gpu01.lab.example"
+    assert refusal["reason"].startswith("gpu02: ansible_facts.nodename 'gpu01.lab.example' is the name of "
+                                        "inventory host gpu01, not of gpu02")
 
 
 @pytest.mark.parametrize("reported", ["gpu01\nNodeName=ALL", "gpu01 #", 'gpu01"', "gpu_01", "-gpu01", "a" * 254])
 def test_a_reported_hostname_that_is_no_dns_subdomain_is_refused_naming_the_field(reported):
-    from k8s import k8s_node_names
+    from k8s import k8s_node_name_refusals, k8s_node_names
 
-    with pytest.raises(AnsibleFilterError, match=r"gpu01: ansible_facts.nodename"):
-        k8s_node_names(["gpu01"], {"gpu01": {"ansible_facts": {"nodename": reported}}})
+    hostvars = {"gpu01": {"ansible_facts": {"nodename": reported}}}
+    assert k8s_node_names(["gpu01"], hostvars) == {}
+    assert k8s_node_name_refusals(["gpu01"], hostvars)["gpu01"]["reason"].startswith("gpu01: ansible_facts.nodename")
 
 
 def test_node_names_are_unchanged_for_a_fleet_whose_hosts_report_their_own_names():
@@ -136,22 +148,22 @@ def test_any_mix_of_reported_hostnames_never_maps_a_host_to_another_hosts_node(r
 
     hosts = ["gpu01", "gpu02", "gpu03"]
     hostvars = {h: {"ansible_facts": {"nodename": r}} if r else {} for h, r in zip(hosts, reported, strict=True)}
-    try:
-        names = k8s_node_names(hosts, hostvars)
-    except AnsibleFilterError:
-        return
-    shorts = [names[h].split(".")[0] for h in hosts]
-    assert len(set(shorts)) == len(hosts), names
-    assert all(s == h or s not in hosts for h, s in zip(hosts, shorts, strict=True)), names
+    from k8s import k8s_node_name_refusals
+
+    names = k8s_node_names(hosts, hostvars)  # a report never fails the run (issue 36): it refuses its host alone
+    refused = k8s_node_name_refusals(hosts, hostvars)
+    assert sorted([*names, *refused]) == hosts and not set(names) & set(refused), (names, refused)
+    assert all(names[h] == h for h in names), names  # never a name from the report, never another host's
+    assert all(refused[h]["name"] == h for h in refused), refused
 
 
 def test_a_host_whose_variable_is_set_but_whose_hostname_is_another_hosts_is_refused():
-    from k8s import k8s_node_names
+    from k8s import k8s_node_name_refusals, k8s_node_names
 
     hostvars = {"gpu01": {}, "gpu02": {"cluster_k8s_node_name": "gpu02", "ansible_facts": {"nodename": "gpu01"}}}
-    with pytest.raises(AnsibleFilterError,
-                       match=r"gpu02: ansible_facts.nodename 'gpu01' is the name of inventory host gpu01"):
-        k8s_node_names(["gpu02"], hostvars)
+    assert k8s_node_names(["gpu02"], hostvars) == {}
+    assert k8s_node_name_refusals(["gpu02"], hostvars)["gpu02"]["reason"].startswith(
+        "gpu02: ansible_facts.nodename 'gpu01' is the name of inventory host gpu01")
 
 
 def _node_tasks(path):
@@ -203,6 +215,56 @@ def test_every_role_names_a_node_through_the_inventory_mapping_never_the_bare_ho
     for path in sorted(root.glob("roles/*/defaults/main.yml")):
         for key, value in (yaml.safe_load(path.read_text()) or {}).items():
             named = key.endswith(("k8s_node_name", "k8s_node_names", "agent_node_name"))
-            if named and "k8s_node_names(" not in str(value):
+            if named and "k8s_node_names(" not in str(value) and "k8s_node_name(" not in str(value):
                 wrong.append(f"{path.relative_to(root)}: {key}: {value}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_node_reporting_another_nodes_hostname_is_held_alone_and_the_claimed_node_is_untouched():
+    # issue 36: kgpu2 reports kgpu1's hostname. The run goes on: kgpu2's own Node (its inventory name, never the
+    # reported one) gets the hold taint, loses its admission record and carries the reason naming the field and the
+    # values; kgpu1 (admitted, cordoned by an admin) and kgpu3 get no change at all.
+    from ansible.module_utils.k8s_node_patch import node_change
+    from k8s import k8s_node_names
+
+    admitted = {"node-restriction.kubernetes.io/gpufleet-admitted": "true", "gpufleet.io/pool": "kubernetes"}
+    pool_taint = {"key": "gpufleet.io/pool", "value": "kubernetes", "effect": "NoSchedule"}
+
+    def live(name, unschedulable=False):
+        return {"metadata": {"name": name, "labels": dict(admitted), "annotations": {"keep": "1"},
+                             "resourceVersion": "7"},
+                "spec": {"taints": [pool_taint], "unschedulable": unschedulable},
+                "status": {"allocatable": {"nvidia.com/gpu": "2"}}}
+
+    nodes = [live("kgpu1", unschedulable=True), live("kgpu2"), live("kgpu3")]
+    hostvars = {h: {"cluster_gpu_count": 2, "ansible_facts": {"nodename": h}} for h in ("kgpu1", "kgpu2", "kgpu3")}
+    hostvars["kgpu2"]["ansible_facts"] = {"nodename": "kgpu1"}
+    hosts = ["kgpu1", "kgpu2", "kgpu3"]
+    names = k8s_node_names(hosts, hostvars)  # what k8s_pool_labels_node_names is; the old code failed the run here
+    assert names == {"kgpu1": "kgpu1", "kgpu3": "kgpu3"}
+    out = k8s_pool_admissions(hosts, nodes, hostvars, "cluster_gpu_count", [], {"kgpu2": "PASS"}, names,
+                              pool_taint=pool_taint, **KW)
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    bodies = {host: node_change(by_name[state["name"]], state["labels"], state["taints_add"], state["taints_remove"],
+                                state["annotations"]) for host, state in out["nodes"].items()}
+    assert bodies["kgpu1"] is None and bodies["kgpu3"] is None, bodies
+    held = out["nodes"]["kgpu2"]
+    assert held["name"] == "kgpu2" and not held["admitted"] and not held["pending"] and held["refused"]
+    assert bodies["kgpu2"]["spec"]["taints"] == [pool_taint, HOLD]
+    assert bodies["kgpu2"]["metadata"]["labels"] == {"node-restriction.kubernetes.io/gpufleet-admitted": None}
+    reason = bodies["kgpu2"]["metadata"]["annotations"]["gpufleet.io/hold-reason"]
+    assert reason.startswith("kgpu2: ansible_facts.nodename 'kgpu1' is the name of inventory host kgpu1"), reason
+    assert "unschedulable" not in bodies["kgpu2"]["spec"]
+    assert sorted(out["allocatable"]) == ["kgpu1", "kgpu3"]  # never capacity
+    assert out["refused"] == {"kgpu2": reason}
+
+
+def test_a_refused_host_is_held_even_where_the_caller_gives_it_a_name():
+    # the admission filter reads the refusal from the facts itself: a map a caller built otherwise cannot admit it
+    hostvars = {"kgpu1": {"cluster_gpu_count": 2}, "kgpu2": {"cluster_gpu_count": 2,
+                                                              "ansible_facts": {"nodename": "kgpu1"}}}
+    nodes = [node("kgpu1"), node("kgpu2")]
+    out = k8s_pool_admissions(["kgpu1", "kgpu2"], nodes, hostvars, "cluster_gpu_count", [], {"kgpu2": "PASS"},
+                              {"kgpu1": "kgpu1", "kgpu2": "kgpu2"}, **KW)
+    assert out["nodes"]["kgpu2"]["refused"] and not out["nodes"]["kgpu2"]["admitted"]
+    assert "kgpu2" not in out["allocatable"]

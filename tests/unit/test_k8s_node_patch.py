@@ -112,8 +112,21 @@ def test_check_mode_reports_the_change_and_writes_nothing():
     api = FakeNodeAPI(_node([HOLD]))
     result = patch_node(api.read, api.patch, "gpu07", {"x": "y"}, taints_remove=[HOLD["key"]], check_mode=True)
     assert result["changed"] and api.patches == []
-    assert result["after"] == {"labels": {"x": "y"}, "taints": []}
-    assert result["before"] == {"labels": {}, "taints": [HOLD]}
+    assert result["after"] == {"labels": {"x": "y"}, "annotations": {}, "taints": []}
+    assert result["before"] == {"labels": {}, "annotations": {}, "taints": [HOLD]}
+
+
+def test_annotations_only_the_named_keys_change_in_the_same_guarded_patch():
+    # issue 36: the hold of a node whose report was refused carries its reason in an annotation, in one Node write
+    node = _node(labels={"a": "1"})
+    node["metadata"]["annotations"] = {"keep": "1", "gpufleet.io/hold-reason": "old"}
+    body = node_change(node, {"a": "1"}, [HOLD], (), {"gpufleet.io/hold-reason": "gpu02: refused", "gone": None})
+    assert body == {"metadata": {"annotations": {"gpufleet.io/hold-reason": "gpu02: refused"},
+                                 "resourceVersion": "100"},
+                    "spec": {"taints": [HOLD]}}
+    node["metadata"]["annotations"]["gpufleet.io/hold-reason"] = "gpu02: refused"
+    node["spec"]["taints"] = [HOLD]
+    assert node_change(node, {}, [HOLD], (), {"gpufleet.io/hold-reason": "gpu02: refused", "gone": None}) is None
 
 
 def test_labels_only_the_named_keys_change_and_a_null_removes_one_that_exists():

@@ -86,7 +86,7 @@ def test_excluded_resources_are_those_a_prefix_matches():
 def test_pool_admissions_reports_each_registered_nodes_allocatable():
     live = [node("gpu01", admitted=True, taints=(POOL,), unschedulable=False)]
     live[0]["status"]["allocatable"].update({"cpu": "7500m", "memory": "31Gi"})
-    out = pool_admissions(["gpu01", "gpu09"], live, {}, [], {}, {}, **KW)
+    out = pool_admissions(["gpu01", "gpu09"], live, {}, [], {}, None, **KW)
     assert out["allocatable"] == {"gpu01": {"nvidia.com/gpu": "2", "cpu": "7500m", "memory": "31Gi"}}
 
 
@@ -218,7 +218,7 @@ def test_pod_ready_needs_running_and_ready():
 def test_pool_admissions_skips_unregistered_hosts_and_maps_node_names():
     live = [node("gpu03.lab"), node("gpu01", admitted=True, taints=(POOL,), unschedulable=False)]
     out = pool_admissions(["gpu01", "gpu03", "gpu09"], live, {"gpu03": 2}, [validator("gpu03.lab")],
-                          {"gpu03": "PASS"}, {"gpu03": "gpu03.lab"}, **KW)
+                          {"gpu03": "PASS"}, {"gpu01": "gpu01", "gpu03": "gpu03.lab", "gpu09": "gpu09"}, **KW)
     assert out["unregistered"] == ["gpu09"]
     assert out["nodes"]["gpu03"]["name"] == "gpu03.lab" and out["nodes"]["gpu03"]["admitted"]
     assert out["nodes"]["gpu01"]["admitted"] and out["nodes"]["gpu01"]["taints"] == [POOL]
@@ -233,7 +233,7 @@ FABRIC = {"gpu01": {"gpufleet.io/leaf": "leaf1", "gpufleet.io/spine": "spine1"},
 
 def test_pool_nodes_get_their_fabric_labels_with_the_pool_label_admitted_or_held():
     live = [node("gpu01", admitted=True, taints=(POOL,), unschedulable=False), node("gpu03")]
-    out = pool_admissions(["gpu01", "gpu03"], live, {"gpu03": 2}, [], {}, {}, FABRIC, **KW)["nodes"]
+    out = pool_admissions(["gpu01", "gpu03"], live, {"gpu03": 2}, [], {}, None, FABRIC, **KW)["nodes"]
     for host in ("gpu01", "gpu03"):
         labels = out[host]["labels"]
         assert labels["gpufleet.io/pool"] == "kubernetes"
@@ -246,7 +246,7 @@ def test_a_pool_node_outside_the_fabric_or_without_a_spine_loses_the_stale_level
     stale["metadata"]["labels"].update({"gpufleet.io/leaf": "old", "gpufleet.io/spine": "old"})
     live = [stale, node("gpu02")]
     fabric = {"gpu02": {"gpufleet.io/leaf": "leaf9"}}
-    out = pool_admissions(["gpu01", "gpu02"], live, {}, [], {}, {}, fabric, **KW)["nodes"]
+    out = pool_admissions(["gpu01", "gpu02"], live, {}, [], {}, None, fabric, **KW)["nodes"]
     assert out["gpu01"]["labels"]["gpufleet.io/leaf"] is None and out["gpu01"]["labels"]["gpufleet.io/spine"] is None
     assert out["gpu02"]["labels"]["gpufleet.io/leaf"] == "leaf9" and out["gpu02"]["labels"]["gpufleet.io/spine"] is None
 
@@ -268,4 +268,4 @@ def test_two_hosts_resolving_to_one_registered_node_are_refused_naming_both():
     live = [node("gpu04.lab.example", admitted=True, taints=(POOL,), unschedulable=False)]
     with pytest.raises(ValueError, match=r"gpu04 and gpu05 .*gpu04.lab.example"):
         pool_admissions(["gpu04", "gpu05"], live, {"gpu04": 2, "gpu05": 2}, [], {"gpu05": "PASS"},
-                        {"gpu05": "gpu04.lab.example"}, **KW)
+                        {"gpu04": "gpu04", "gpu05": "gpu04.lab.example"}, **KW)

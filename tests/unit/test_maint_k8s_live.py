@@ -43,11 +43,13 @@ def in_slurm(name, state="IDLE", flags=()):
 def kube(name, ready=True, cordoned=False, step=None, taints=None, pool="kubernetes"):
     """A Node as kubernetes.core.k8s_info returns it (k3s agent, pool label set by k8s_pool_labels)."""
     annotations = {"k3s.io/node-args": '["agent"]'}
+    labels = {"kubernetes.io/hostname": name, POOL_LABEL: pool}
     if step:
+        # maint_k8s writes both: the step label (the record a kubelet cannot forge) and the annotation (the run)
         annotations[mk.ANNOTATION] = make_reason("maint", step, RUN, "k8s")
+        labels[mk.STEP_LABEL] = step
     obj = {"apiVersion": "v1", "kind": "Node",
-           "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, POOL_LABEL: pool},
-                        "annotations": annotations},
+           "metadata": {"name": name, "labels": labels, "annotations": annotations},
            "spec": {"podCIDR": "10.42.3.0/24", "providerID": f"k3s://{name}"},
            "status": {"conditions": [
                {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory"},
@@ -99,6 +101,19 @@ def test_k8s_node_kubernetes_cannot_show_is_not_capacity():
     views, names = fleet([kube("k01")], slurm=())
     assert filters.maint_planner_nodes(["k01"], views, {}, None, names)[0]["in_service"] is False
     assert filters.maint_planner_nodes(["k01"], views, {}, [], names)[0]["in_service"] is False
+
+
+def test_a_forged_maintenance_annotation_is_no_step_and_a_host_the_map_refused_is_never_in_service():
+    # issue 36: gpufleet.io/maint written by the node's own kubelet (no step label) is not maintenance's; k02 is
+    # refused by the Node-name map (its report failed) and is never read under its inventory name
+    forged = kube("k01", cordoned=True)
+    forged["metadata"]["annotations"][mk.ANNOTATION] = make_reason("maint", "applied", RUN, "k8s")
+    objs = [forged, kube("k02"), kube("k03")]
+    views, names = fleet(objs, slurm=())
+    del names["k02"]
+    nodes = {n["name"]: n for n in filters.maint_planner_nodes(["k01", "k02", "k03"], views, {}, objs, names)}
+    assert [h for h, n in sorted(nodes.items()) if n["unfinished"]] == []
+    assert {h: n["in_service"] for h, n in nodes.items()} == {"k01": False, "k02": False, "k03": True}
 
 
 def test_k8s_node_name_differs_from_the_inventory_name():

@@ -73,14 +73,40 @@ def test_the_slurm_schedule_hands_kubernetes_nodes_over_only_where_kubernetes_ru
     assert with_k8s["order"] == ["gpu02"] and with_k8s["left_out"] == []
 
 
-def test_step_lives_in_the_node_annotation():
+def test_step_lives_in_the_label_a_kubelet_cannot_write_and_the_run_in_the_annotation():
+    from ansible.module_utils.maint_k8s import may_uncordon, step_labels
+
     value = step_annotation("drain", "r1")
     assert value == "gpufleet:maint,to=k8s,run=r1,drain"
-    node = {"metadata": {"annotations": {"gpufleet.io/maint": step_annotation("applied", "r1")}},
+    node = {"metadata": {"annotations": {"gpufleet.io/maint": step_annotation("applied", "r1")},
+                         "labels": step_labels("applied")},
             "spec": {"unschedulable": True}}
+    assert step_labels("applied") == {"node-restriction.kubernetes.io/gpufleet-maint": "applied"}
     assert node_step(node) == {"step": "applied", "run_id": "r1", "cordoned": True}
+    assert may_uncordon(node)
+    # a run killed after the label and before the annotation still finds its step (the run is then unknown)
+    assert node_step({"metadata": {"labels": step_labels("drain")}, "spec": {"unschedulable": True}}) == {
+        "step": "drain", "run_id": None, "cordoned": True}
+    assert step_labels(None) == {"node-restriction.kubernetes.io/gpufleet-maint": None}
     with pytest.raises(ValueError):
         step_annotation("gated", "r1")
+    with pytest.raises(ValueError):
+        step_labels("gated")
+
+
+@pytest.mark.parametrize("step", ["drain", "applied"])
+def test_a_maintenance_annotation_the_nodes_kubelet_forged_lifts_no_admins_cordon(step):
+    # issue 36: an admin cordoned the node; its kubelet (which may write any annotation on its own Node) wrote
+    # maintenance's annotation, so that its next PASS would uncordon it
+    node = {"metadata": {"annotations": {"gpufleet.io/maint": step_annotation(step, "r1")}, "labels": {}},
+            "spec": {"unschedulable": True}}
+    assert node_step(node) == {"step": None, "run_id": None, "cordoned": True}
+    from ansible.module_utils.maint_k8s import may_uncordon
+
+    assert not may_uncordon(node)
+    # a label value maintenance never writes is no step either
+    node["metadata"]["labels"] = {"node-restriction.kubernetes.io/gpufleet-maint": "done"}
+    assert node_step(node)["step"] is None and not may_uncordon(node)
 
 
 def test_an_admins_cordon_or_annotation_is_not_a_maintenance_step():

@@ -127,9 +127,9 @@ def slurm(state, reason=None, partitions=("gpu",), flags=(), busy=None):
             "busy": state in ("ALLOCATED", "MIXED") if busy is None else busy}
 
 
-def k8s_node(name, label="kubernetes", ready="True", cordoned=False, taints=(), annotations=None):
+def k8s_node(name, label="kubernetes", ready="True", cordoned=False, taints=(), annotations=None, labels=None):
     """A Node object as kubernetes.core.k8s_info returns it."""
-    meta = {"name": name, "labels": {"gpufleet.io/pool": label} if label else {},
+    meta = {"name": name, "labels": {**({"gpufleet.io/pool": label} if label else {}), **(labels or {})},
             "annotations": dict(annotations or {})}
     return {"kind": "Node", "metadata": meta,
             "spec": {"unschedulable": cordoned, "taints": [dict(t) for t in taints]},
@@ -181,11 +181,38 @@ def test_kubernetes_node_with_unfinished_maintenance_is_held_not_taken_for_an_ad
     from ansible.module_utils.pool_live import merge_k8s_info
 
     annotation = {"gpufleet.io/maint": "gpufleet:maint,to=k8s,run=20261124T0300,drain"}
-    result = {"resources": [k8s_node("gpu09", cordoned=True, taints=[POOL_TAINT], annotations=annotation)]}
+    step = {"node-restriction.kubernetes.io/gpufleet-maint": "drain"}  # maintenance's record, kubelet-proof
+    result = {"resources": [k8s_node("gpu09", cordoned=True, taints=[POOL_TAINT], annotations=annotation,
+                                     labels=step)]}
     view = merge_k8s_info({}, result, ["gpu09"])["gpu09"]
     assert view["pool"] == "k8s" and not view["healthy"] and not view["admin_hold"]
     assert view["held"] == ("maintenance unfinished on gpu09: rerun maintain.yml "
                             "(gpufleet.io/maint=gpufleet:maint,to=k8s,run=20261124T0300,drain)")
+
+
+def test_a_cordon_whose_node_forged_the_maintenance_annotation_is_an_admins_hold():
+    # issue 36: a kubelet may write any annotation on its own Node; without maintenance's label the cordon is an
+    # admin's (never lifted, never moved), whatever gpufleet.io/maint says
+    from ansible.module_utils.pool_live import merge_k8s_info
+
+    forged = {"gpufleet.io/maint": "gpufleet:maint,to=k8s,run=20261124T0300,applied"}
+    result = {"resources": [k8s_node("gpu09", cordoned=True, taints=[POOL_TAINT], annotations=forged)]}
+    view = merge_k8s_info({}, result, ["gpu09"])["gpu09"]
+    assert view["admin_hold"] and not view["healthy"], view
+    assert view["held"] is None, view
+
+
+def test_a_host_left_out_of_the_node_name_map_is_held_and_never_read_under_its_inventory_name():
+    # issue 36: gpu02 reported gpu01's hostname, so the Node-name map refuses it; its own Node (in service) must not
+    # make it capacity or movable under the inventory name
+    from ansible.module_utils.k8s_state import node_states
+
+    nodes = node_states([k8s_node("gpu01", taints=[POOL_TAINT]), k8s_node("gpu02", taints=[POOL_TAINT])])
+    views = merge_k8s({}, nodes, ["gpu01", "gpu02"], {"gpu01": "gpu01"})
+    assert views["gpu01"]["healthy"] and views["gpu01"]["held"] is None
+    assert not views["gpu02"]["healthy"], views["gpu02"]
+    assert views["gpu02"]["held"].startswith("gpu02: no Kubernetes Node name"), views["gpu02"]
+    assert "k8s" not in views["gpu02"] and views["gpu02"]["schedulers"] == []
 
 
 def test_kubernetes_node_whose_readiness_is_unknown_is_not_capacity():

@@ -65,6 +65,15 @@ def run_site(inventory):
             ],
         ),
         (
+            # issue 36: the Node-name map's own errors are the admin's input, refused before any host is contacted
+            "bad_k8s_node_names",
+            [
+                "gpu01 and gpu02 both map to Kubernetes Node name 'node-a' (gpu01: cluster_k8s_node_name 'node-a'; "
+                "gpu02: cluster_k8s_node_name 'node-a.lab.example')",
+                "gpu03: cluster_k8s_node_name 'gpu_03' is no Kubernetes Node name",
+            ],
+        ),
+        (
             "bad_slice",
             ["variable cluster_expected_hosts: group gpu_nodes holds 2 host(s) in this inventory, the fleet has 4"],
         ),
