@@ -17,8 +17,8 @@ description:
     that is not a public key block, a bad armor checksum, text outside the armor, a key version other than 4)
     fails the same way.
   - Only then is the key written to O(dest), as one ASCII armor block made from the packets that were checked
-    (LF line ends, a blank line after the header, its CRC: what apt's own dearmoring reads, whatever line ends,
-    headers or blocks the source had; a binary key is armored), through a temporary file in its directory
+    (LF line ends, a blank line after the header, and its CRC, the form apt's own dearmoring reads, whatever
+    line ends, headers or blocks the source had; a binary key is armored), through a temporary file in its directory
     renamed over it, owned by root with O(mode). Unchanged content is not rewritten. In check mode the key is
     fetched and checked, nothing is written, and RV(changed) says whether it would be.
   - A key already at O(dest) whose every primary key is pinned, written the way this module writes it, is kept
