@@ -196,3 +196,38 @@ def test_other_reservations_are_left_alone_and_a_record_without_its_reservation_
 
 def test_no_reservation_at_all_changes_nothing():
     assert _stale("No reservations in the system\n", [], {}) == {"restore": [], "delete": [], "records": []}
+
+
+def _always(name):
+    (pair,) = [t for t in _tasks("nccl_pair.yml") if "always" in t]
+    return next(t for t in pair["always"] if t.get("name") == name), pair["block"]
+
+
+def _holds(conditions, **variables):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    templar = Templar(loader=DataLoader(), variables=variables)
+    conditions = conditions if isinstance(conditions, list) else [conditions]
+    return all(templar.evaluate_conditional(trust_as_template(str(c))) for c in conditions)
+
+
+def test_a_pair_that_fails_before_its_reservation_exists_deletes_nothing_and_fails_no_other_host():
+    """The always section runs whatever failed. Before, a failure before "Reserve the pair" (the hold record's
+    directory or file on a full /var/lib) ran "Delete the reservation" on one never made: a run_once failure,
+    which ansible-core 2.19 makes fatal for every host of the gate run. Now the pair notes its reservation, the
+    delete runs only for it and never fails the run, and the record of the holds goes only once the
+    reservation is gone (else the next run's clean-up finds both)."""
+    delete, block = _always("nccl_pair | Delete the reservation")
+    remove, _ = _always("nccl_pair | Remove the record of the holds")
+    assert block[0]["ansible.builtin.set_fact"] == {"__health_gate_resv_made": False}
+    names = [t.get("name") for t in block]
+    reserve = names.index("nccl_pair | Reserve the pair")
+    assert names.index("nccl_pair | Note that the reservation exists") == reserve + 1
+    assert str(delete.get("failed_when")).lower() == "false"
+    held = {"__health_gate_pair_held": [{"key": "gpu01", "value": {"reason": "gpufleet:hold,to=slurm"}}]}
+    assert not _holds(delete["when"], __health_gate_resv_made=False)
+    assert _holds(delete["when"], __health_gate_resv_made=True)
+    assert _holds(remove["when"], __health_gate_resv_made=False, **held)
+    assert _holds(remove["when"], __health_gate_resv_made=True, __health_gate_resv_delete={"rc": 0}, **held)
+    assert not _holds(remove["when"], __health_gate_resv_made=True, __health_gate_resv_delete={"rc": 1}, **held)
