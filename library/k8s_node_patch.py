@@ -47,6 +47,11 @@ options:
     description: Read-patch attempts before a run of conflicts fails the task.
     type: int
     default: 5
+  missing_ok:
+    description: A Node that is not registered (404) changes nothing and fails nothing (RV(missing) is true);
+      without it the task fails naming the Node.
+    type: bool
+    default: false
 requirements:
   - kubernetes (the Python client)
 author:
@@ -75,6 +80,10 @@ attempts:
   description: Attempts used (more than 1 after a conflict).
   type: int
   returned: always
+missing:
+  description: True when the Node is not registered and O(missing_ok) let the task pass.
+  type: bool
+  returned: when the Node is missing
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -106,6 +115,7 @@ def main():
             "taints_add": {"type": "list", "elements": "dict", "default": []},
             "taints_remove": {"type": "list", "elements": "str", "default": []},
             "attempts": {"type": "int", "default": 5},
+            "missing_ok": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -128,6 +138,8 @@ def main():
             return api.api_client.sanitize_for_serialization(api.read_node(node))
         except ApiException as exc:
             if exc.status == 404:
+                if params["missing_ok"]:
+                    module.exit_json(changed=False, missing=True, before={}, after={}, attempts=1)
                 module.fail_json(msg=f"Node {node} is not registered (404); nothing patched")
             module.fail_json(msg=f"cannot read Node {node}: {exc.status} {exc.reason}")
 

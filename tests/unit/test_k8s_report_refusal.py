@@ -38,6 +38,13 @@ def test_a_node_reporting_another_hosts_hostname_leaves_the_run_alone(tmp_path):
     assert run.failed("kgpu2") and not run.failed(HERE), run.out[-3000:]
     assert f"kgpu2: ansible_facts.nodename '{HERE}' is the name of inventory host {HERE}, not of kgpu2" in (
         run.messages("kgpu2")), run.messages("kgpu2")
+    # The refused node is held right there, on its own Node (not by a later admission play a `--limit kgpu2` run
+    # would never reach): the hold is tried through the first server, here with no API server behind it, and its
+    # failure is said, naming the Node and the taint to set by hand.
+    tried = [e for e in run.hosts["kgpu2"]["results"] if e["task"] == "refuse_report | Hold the node on its own Node"]
+    assert tried, [e["task"] for e in run.hosts["kgpu2"]["results"]]
+    assert "Its own Node kgpu2 could NOT be held" in run.messages("kgpu2"), run.messages("kgpu2")
+    assert "taint it gpufleet.io/hold yourself" in run.messages("kgpu2")
     assert [e["task"] for e in run.hosts[HERE]["results"]][-1] == "went on"
     assert "went on" not in [e["task"] for e in run.hosts["kgpu2"]["results"]]
 
