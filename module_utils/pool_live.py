@@ -106,11 +106,12 @@ def node_view(name, slurm_node=None, k8s_node=None):
     }
 
 
-def host_facts(hosts, hostvars, gpus_var):
-    """Per-host planner facts ({host: {gpus, leaf, pinned}}) from the host variables.
+def host_facts(hosts, hostvars, gpus_var, refused_var="gpu_discovery_refused"):
+    """Per-host planner facts ({host: {gpus, leaf, pinned, refused}}) from the host variables.
 
     gpus_var names the variable with the discovered GPU count (the caller says which role set it);
     cluster_gpu_count stands in where it is unset. Leaf and pin are the cluster_* inventory variables.
+    refused_var names the fields of the node's own GPU report that gpu_discovery refused in this run.
     """
     facts = {}
     for host in hosts:
@@ -119,13 +120,14 @@ def host_facts(hosts, hostvars, gpus_var):
             "gpus": hv.get(gpus_var) or hv.get("cluster_gpu_count") or 0,
             "leaf": hv.get("cluster_leaf_switch"),
             "pinned": hv.get("cluster_pool_pin"),
+            "refused": list(hv.get(refused_var) or []),
         }
     return facts
 
 
-def planner_nodes_from_hostvars(hosts, hostvars, views, gpus_var):
+def planner_nodes_from_hostvars(hosts, hostvars, views, gpus_var, refused_var="gpu_discovery_refused"):
     """Planner nodes from the host variables (see host_facts) and the live views."""
-    return planner_nodes(hosts, host_facts(hosts, hostvars, gpus_var), views)
+    return planner_nodes(hosts, host_facts(hosts, hostvars, gpus_var, refused_var), views)
 
 
 def planner_nodes(hosts, facts, views):
@@ -136,22 +138,28 @@ def planner_nodes(hosts, facts, views):
     toolkit holds is passed with its ``held`` reason, and every node with the ``schedulers`` that place work
     on it now.
 
-    Work at risk: as ``node_view``. Guarded: the admin hold, the held reason and the schedulers reach the
-    planner unchanged.
+    Work at risk: as ``node_view``, and a node whose own GPU report was refused in this run (``refused`` in
+    its facts): placed into Slurm, it would get the cluster's munge key and slurmd on a report judged
+    untrustworthy. Guarded: the admin hold, the held reason and the schedulers reach the planner unchanged,
+    and a refused node is held (never moved, never capacity) whatever its live view says.
     """
     nodes = []
     for host in sorted(hosts):
         view = views.get(host) or node_view(host)
         info = facts.get(host, {})
+        held = view.get("held")
+        if info.get("refused") and held is None:
+            held = (f"its GPU report was refused in this run (field(s) {', '.join(map(str, info['refused']))}): "
+                    f"held until gpu_discovery accepts a report")
         nodes.append({
             "name": host,
             "gpus": int(info.get("gpus") or 0),
             "leaf": info.get("leaf"),
-            "healthy": bool(view["healthy"]),
+            "healthy": bool(view["healthy"]) and not info.get("refused"),
             "pool": view["pool"],
             "pinned": info.get("pinned"),
             "excluded": bool(view["admin_hold"]),
-            "held": view.get("held"),
+            "held": held,
             "schedulers": list(view.get("schedulers") or []),
         })
     return nodes

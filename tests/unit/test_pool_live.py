@@ -264,3 +264,27 @@ def test_a_node_registered_under_its_cluster_k8s_node_name_is_found_in_kubernete
     view = merge_k8s_info({}, result, ["gpu11"], {"gpu11": "gpu11.cluster.example"})["gpu11"]
     assert view["pool"] == "k8s" and view["healthy"]
     assert merge_k8s_info({}, result, ["gpu11"])["gpu11"]["pool"] is None
+
+
+def test_a_node_whose_gpu_report_was_refused_is_held_and_never_placed():
+    """gpu_discovery refused gpu09's own GPU report in this run (issue 36): it leaves the run, but the planner still
+    sees it. Slurm does not know it yet, so its live view is healthy and unassigned: before, a Slurm pool below its
+    target placed it, and the executor (which acts through delegate_to) joined it to Slurm, gave it the munge key
+    and started slurmd on a report judged untrustworthy. Now the refusal holds it: never moved, never capacity."""
+    from ansible.module_utils.pool_plan import plan
+
+    hostvars = {
+        "gpu01": {"cluster_gpu_count": 8, "cluster_leaf_switch": "l1", "gpu_discovery_count": 8},
+        "gpu09": {"cluster_gpu_count": 8, "cluster_leaf_switch": "l1", "gpu_discovery_refused": ["file"]},
+    }
+    views = {"gpu01": node_view("gpu01", {"state": "IDLE", "flags": set(), "partitions": ["gpu"], "busy": False,
+                                          "reason": None}),
+             "gpu09": node_view("gpu09")}
+    nodes = {n["name"]: n for n in planner_nodes_from_hostvars(list(hostvars), hostvars, views, "gpu_discovery_count")}
+    assert nodes["gpu09"]["held"] and "field(s) file" in nodes["gpu09"]["held"]
+    assert nodes["gpu09"]["healthy"] is False
+    assert nodes["gpu01"]["held"] is None and nodes["gpu01"]["healthy"] is True
+    result = plan(list(nodes.values()), {"pools": {"slurm": {"min": 1, "target": 2}}, "max_unavailable": 1})
+    assert "gpu09" not in {m["node"] for m in result["moves"]}
+    assert result["targets"].get("gpu09") in (None, nodes["gpu09"]["pool"]), result["targets"]
+    assert any(h["node"] == "gpu09" for h in result["held"]), result["held"]
