@@ -106,12 +106,13 @@ def node_view(name, slurm_node=None, k8s_node=None):
     }
 
 
-def host_facts(hosts, hostvars, gpus_var, refused_var="gpu_discovery_refused"):
+def host_facts(hosts, hostvars, gpus_var, refused_var):
     """Per-host planner facts ({host: {gpus, leaf, pinned, refused}}) from the host variables.
 
     gpus_var names the variable with the discovered GPU count (the caller says which role set it);
     cluster_gpu_count stands in where it is unset. Leaf and pin are the cluster_* inventory variables.
-    refused_var names the fields of the node's own GPU report that gpu_discovery refused in this run.
+    refused_var names the variable with the fields of the node's own GPU report refused in this run (the caller
+    says which role set it, as for gpus_var).
     """
     facts = {}
     for host in hosts:
@@ -125,7 +126,7 @@ def host_facts(hosts, hostvars, gpus_var, refused_var="gpu_discovery_refused"):
     return facts
 
 
-def planner_nodes_from_hostvars(hosts, hostvars, views, gpus_var, refused_var="gpu_discovery_refused"):
+def planner_nodes_from_hostvars(hosts, hostvars, views, gpus_var, refused_var):
     """Planner nodes from the host variables (see host_facts) and the live views."""
     return planner_nodes(hosts, host_facts(hosts, hostvars, gpus_var, refused_var), views)
 
