@@ -38,7 +38,9 @@ def script(tmp_path_factory):
     plays = [{"hosts": "gpu01", "gather_facts": False, "vars": {
         "__slurm_compute_node_name": "gpu01", "slurm_compute_healthcheck_gpus": 2,
         "slurm_compute_healthcheck_min_free_mb": 1, "slurm_compute_healthcheck_timeout": 5,
-        "__slurm_compute_healthcheck_scontrol_timeout": 1, "slurm_compute_spool_dir": str(tmp)},
+        "__slurm_compute_healthcheck_scontrol_timeout": 1, "slurm_compute_spool_dir": str(tmp),
+        "slurm_compute_healthcheck_checks": [], "__slurm_compute_health_lib": str(tmp / "lib"),
+        "slurm_compute_healthcheck_state_dir": str(tmp / "state")},
         "tasks": [{"ansible.builtin.template": {"src": str(TEMPLATE), "dest": str(tmp / "gpufleet-healthcheck"),
                                                 "mode": "0755"}}]}]
     inventory = {"all": {"hosts": {"gpu01": {"ansible_connection": "local",

@@ -101,11 +101,13 @@ def test_planner_nodes_read_the_gpu_count_from_the_named_variable_else_the_inven
         "gpu01": {"discovered": 4, "cluster_gpu_count": 8, "cluster_leaf_switch": "leaf1"},
         "gpu04": {"cluster_gpu_count": 8, "cluster_pool_pin": "k8s"},
     }
-    by_name = {n["name"]: n for n in planner_nodes_from_hostvars(["gpu01", "gpu04"], hostvars, views, "discovered", "gpu_discovery_refused")}
+    by_name = {n["name"]: n for n in planner_nodes_from_hostvars(["gpu01", "gpu04"], hostvars, views, "discovered",
+                                                                 "gpu_discovery_refused")}
     assert by_name["gpu01"]["gpus"] == 4 and by_name["gpu01"]["leaf"] == "leaf1"
     assert by_name["gpu04"]["gpus"] == 8 and by_name["gpu04"]["pinned"] == "k8s"
     # Another variable name is not read in its place.
-    by_name = {n["name"]: n for n in planner_nodes_from_hostvars(["gpu01"], hostvars, views, "gpu_discovery_count", "gpu_discovery_refused")}
+    by_name = {n["name"]: n for n in planner_nodes_from_hostvars(["gpu01"], hostvars, views, "gpu_discovery_count",
+                                                                 "gpu_discovery_refused")}
     assert by_name["gpu01"]["gpus"] == 8
 
 
@@ -280,7 +282,8 @@ def test_a_node_whose_gpu_report_was_refused_is_held_and_never_placed():
     views = {"gpu01": node_view("gpu01", {"state": "IDLE", "flags": set(), "partitions": ["gpu"], "busy": False,
                                           "reason": None}),
              "gpu09": node_view("gpu09")}
-    nodes = {n["name"]: n for n in planner_nodes_from_hostvars(list(hostvars), hostvars, views, "gpu_discovery_count", "gpu_discovery_refused")}
+    nodes = {n["name"]: n for n in planner_nodes_from_hostvars(list(hostvars), hostvars, views, "gpu_discovery_count",
+                                                               "gpu_discovery_refused")}
     assert nodes["gpu09"]["held"] and "field(s) file" in nodes["gpu09"]["held"]
     assert nodes["gpu09"]["healthy"] is False
     assert nodes["gpu01"]["held"] is None and nodes["gpu01"]["healthy"] is True

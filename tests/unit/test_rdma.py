@@ -51,7 +51,7 @@ def test_ibstat_cut_before_a_declared_port_is_truncated(capture):
         parse_ibstat(text[: text.rindex("        Port 1:")])
 
 
-@pytest.mark.parametrize("name", others(IBSTAT))
+@pytest.mark.parametrize("name", others(*[p.name for p in FIXTURES.glob("ibstat_*.txt")]))
 def test_ibstat_parser_rejects_other_captures(capture, name):
     with pytest.raises(ParseError):
         parse_ibstat(capture(name))

@@ -1,0 +1,109 @@
+"""The health check program drains on what breaks GPUs, once, and hands the node to the gate (issue 37).
+
+The real template is rendered by Ansible and run as Slurm would run it, with the reader installed the way slurm_compute
+installs it (module_utils/node_health.py and the gate modules as a package of their own, run by the system's python3
+without site packages). The kernel log is a real capture replayed through the lab's replay double
+(tests/doubles/replay_capture); scontrol is a test double that answers `show node` with the line the test gives and
+records every `update`.
+"""
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, run_plays
+
+TEMPLATE = ROOT / "roles/slurm_compute/templates/usr/local/sbin/gpufleet-healthcheck.j2"
+MODULES = ["gate", "gate_profiles", "nvidia_smi", "rdma", "node_reason", "node_health"]
+SCONTROL_DOUBLE = """#!/bin/sh
+# Test double of scontrol: `show node` prints the line in $HC_SHOW; `update` is recorded in $HC_UPDATES.
+case "$1" in
+  show) cat "$HC_SHOW" ;;
+  update) printf '%s\\n' "$*" >> "$HC_UPDATES" ;;
+esac
+"""
+XID79 = "kernel_log_syslog_xid79_fallen_off_bus_k80.txt"
+XID31 = "kernel_log_xid31_mmu_fault_app_error_515.txt"
+IDLE = "NodeName=gpu01 Arch=x86_64 State=IDLE ThreadsPerCore=1 Reason=(null)"
+OURS = "NodeName=gpu01 State=IDLE+DRAIN ThreadsPerCore=1 Reason=gpufleet:gate,to=slurm,healthcheck:xid [root@2026]"
+ADMIN = "NodeName=gpu01 State=IDLE+DRAIN ThreadsPerCore=1 Reason=rma ticket 42 [admin@2026-11-28T10:00:00]"
+
+
+@pytest.fixture
+def node(tmp_path):
+    """A node: the program rendered for gpu01 with the xid check reading a file the test points at a capture."""
+    lib = tmp_path / "lib" / "ansible" / "module_utils"
+    lib.mkdir(parents=True)
+    (lib.parent / "__init__.py").write_text("")
+    (lib / "__init__.py").write_text("")
+    for name in MODULES:
+        shutil.copy(ROOT / "module_utils" / f"{name}.py", lib / f"{name}.py")
+    replay = [str(ROOT / "tests/doubles/replay_capture"), f"--fixtures={ROOT / 'tests/fixtures'}"]
+    kernel_log = tmp_path / "kernel-log"
+    plays = [{"hosts": "gpu01", "gather_facts": False, "vars": {
+        "__slurm_compute_node_name": "gpu01", "slurm_compute_healthcheck_gpus": 0,
+        "slurm_compute_healthcheck_min_free_mb": 1, "slurm_compute_healthcheck_timeout": 20,
+        "__slurm_compute_healthcheck_scontrol_timeout": 5, "slurm_compute_spool_dir": str(tmp_path),
+        "slurm_compute_healthcheck_checks": ["xid"], "__slurm_compute_health_lib": str(tmp_path / "lib"),
+        "slurm_compute_healthcheck_state_dir": str(tmp_path / "state"),
+        "slurm_compute_healthcheck_fatal_xids": [48, 79], "slurm_compute_healthcheck_mounts": [],
+        "slurm_compute_healthcheck_profile": None, "slurm_compute_healthcheck_profiles": {},
+        "slurm_compute_healthcheck_ib_devices": [],
+        "slurm_compute_healthcheck_commands": {"xid": ["sh", "-c", f'exec {" ".join(replay)} "$(cat {kernel_log})"']}},
+        "tasks": [{"ansible.builtin.template": {"src": str(TEMPLATE), "dest": str(tmp_path / "gpufleet-healthcheck"),
+                                                "mode": "0755"}}]}]
+    inventory = {"all": {"hosts": {"gpu01": {"ansible_connection": "local",
+                                             "ansible_python_interpreter": sys.executable}}}}
+    result = run_plays(tmp_path, plays, inventory)
+    assert result.returncode == 0, result.stdout[-3000:]
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    double = bindir / "scontrol"
+    double.write_text(SCONTROL_DOUBLE)
+    double.chmod(double.stat().st_mode | stat.S_IXUSR)
+    text = (tmp_path / "gpufleet-healthcheck").read_text()
+    program = tmp_path / "healthcheck-under-test"
+    program.write_text(text.replace("\nPATH=/usr/sbin:", f"\nPATH={bindir}:/usr/sbin:", 1))
+    program.chmod(0o755)
+
+    def run(log, show):
+        kernel_log.write_text(log)
+        (tmp_path / "show").write_text(show + "\n")
+        updates = tmp_path / "updates"
+        updates.unlink(missing_ok=True)
+        env = dict(os.environ, HC_SHOW=str(tmp_path / "show"), HC_UPDATES=str(updates))
+        done = subprocess.run([str(program)], env=env, capture_output=True, text=True, timeout=60, check=False)
+        return done.returncode, updates.read_text().splitlines() if updates.exists() else []
+
+    return run
+
+
+def test_a_fatal_xid_drains_once_naming_the_gpu_and_the_gate_admits_the_node_again(node):
+    rc, updates = node(XID79, IDLE)
+    assert (rc, updates) == (1, ["update NodeName=gpu01 State=DRAIN "
+                                 "Reason=gpufleet:gate,to=slurm,healthcheck:xid:_Xid_79_on_PCI:0000:05:00_-+3_more-"])
+    # The drain acknowledged the Xid: the next run, still drained with the toolkit's reason, finds nothing new...
+    assert node(XID79, OURS) == (0, [])
+    # ...nor once gate.yml admitted the node again: the same kernel log lines are not a new fault.
+    assert node(XID79, IDLE) == (0, [])
+
+
+def test_under_an_admin_s_drain_the_xid_waits_for_the_admin_to_return_the_node(node):
+    assert node(XID79, ADMIN) == (1, [])
+    rc, updates = node(XID79, IDLE)
+    assert rc == 1
+    assert updates[0].endswith("Reason=gpufleet:gate,to=slurm,healthcheck:xid:_Xid_79_on_PCI:0000:05:00_-+3_more-")
+
+
+def test_an_application_xid_leaves_the_node_in_service(node):
+    assert node(XID31, IDLE) == (0, [])
+
+
+def test_a_reader_that_cannot_read_the_kernel_log_drains_with_its_own_words(node):
+    rc, updates = node("no_such_capture.txt", IDLE)
+    assert rc == 1
+    assert updates == ["update NodeName=gpu01 State=DRAIN "
+                       "Reason=gpufleet:gate,to=slurm,healthcheck:xid:_the_kernel_log_read_exited_2"]
