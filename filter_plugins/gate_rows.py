@@ -11,6 +11,7 @@ if _MU not in ansible.module_utils.__path__:
 
 from ansible.module_utils.gate_resv import reservation_minutes, reservation_name, stale_gate_holds_from
 from ansible.module_utils.gate_rows import (
+    gate_adopt_drains,
     gate_gpu_reports,
     gate_pair_profile,
     gate_pair_rows,
@@ -29,6 +30,7 @@ from ansible.module_utils.gate_rows import (
 class FilterModule:
     def filters(self):
         return {
+            "gate_adopt_drains": gate_adopt_drains,
             "gate_gpu_reports": gate_gpu_reports,
             "gate_pair_profile": gate_pair_profile,
             "gate_pair_rows": gate_pair_rows,

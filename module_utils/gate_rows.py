@@ -211,6 +211,42 @@ def gate_reason_detail(row):
     return re.sub(r"\s+", "_", f"{row['gate']}:{text.strip()}{partner}")
 
 
+def gate_adopt_drains(names, views, run_id, pool="slurm"):
+    """Hand an admin's drain over to the gate, on the operator's explicit word (``gate_adopt_drains``, issue 37).
+
+    Returns ``{"adopt": [{"node", "reason"}], "left": [{"node", "why"}], "errors": [message]}``. A node drained with
+    a reason that is not the toolkit's, and running no job, gets the toolkit's hold reason (the admin's words kept in
+    its detail), so a gate PASS admits it; one drained with the toolkit's reason, or in service, is left as it is
+    (nothing to hand over). Errors, which change nothing anywhere: a name Slurm does not know, a node still running
+    jobs (its work first), a name given twice or not a plain host name.
+    """
+    adopt, left, errors = [], [], []
+    if not isinstance(names, (list, tuple)):
+        return {"adopt": [], "left": [], "errors": [f"gate_adopt_drains must be a list of node names, got {names!r}"]}
+    seen = set()
+    for name in names:
+        if not isinstance(name, str) or not name or name in seen:
+            errors.append(f"gate_adopt_drains: {name!r} is not a node name, or is named twice")
+            continue
+        seen.add(name)
+        view = (views or {}).get(name)
+        if view is None:
+            errors.append(f"gate_adopt_drains: {name} is not a node Slurm knows")
+            continue
+        ours = view.get("ours") if view.get("ours") is not None else parse_reason(view.get("reason"))
+        if not view.get("drained"):
+            left.append({"node": name, "why": "not drained: nothing to hand over"})
+        elif ours is not None:
+            left.append({"node": name, "why": f"held by the toolkit already ({view.get('reason')})"})
+        elif view.get("busy"):
+            errors.append(f"gate_adopt_drains: {name} still runs jobs under its admin's drain: hand it over once "
+                          "they end")
+        else:
+            reason = make_reason("hold", f"adopted:{view.get('reason') or 'no_reason'}", run_id=run_id, target=pool)
+            adopt.append({"node": name, "reason": reason})
+    return {"adopt": adopt, "left": left, "errors": errors}
+
+
 def gate_slurm_actions(verdicts, views, run_id, pool="slurm"):
     """Slurm changes for the gated nodes: ``[{"node", "action": "drain"|"resume", "reason"}]``.
 
