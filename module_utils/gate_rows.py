@@ -247,13 +247,28 @@ def gate_adopt_drains(names, views, run_id, pool="slurm"):
     return {"adopt": adopt, "left": left, "errors": errors}
 
 
-def gate_slurm_actions(verdicts, views, run_id, pool="slurm"):
-    """Slurm changes for the gated nodes: ``[{"node", "action": "drain"|"resume", "reason"}]``.
+def _found_during_run(node, view, before):
+    """True when the health check drained the node while the gate measured it: its reason is the health check's and
+    not the one Slurm showed when the run started (the node was in service then, or held for another reason). The
+    gate's PASS predates that fault. (The health check leaves alone a node drained or in a maintenance reservation,
+    as the gate's own pair test puts it, so a reason the gate restores itself is the one it started with.)"""
+    if before is None:
+        return False
+    ours = view.get("ours") if view.get("ours") is not None else parse_reason(view.get("reason"))
+    if not ours or not str(ours.get("detail") or "").startswith("healthcheck:"):
+        return False
+    return (before.get(node) or {}).get("reason") != view.get("reason")
+
+
+def gate_slurm_actions(verdicts, views, run_id, pool="slurm", before=None):
+    """Slurm changes for the gated nodes: ``[{"node", "action": "drain"|"resume"|"keep", "reason"}]``.
 
     * FAIL: drain with ``gpufleet:gate,...,<gate>:<figure>`` unless an admin's drain is there (never
       touched) or the node already carries that gate reason (a re-run changes nothing);
     * PASS: resume only a node drained with a ``hold``, ``gate`` or ``maint`` reason of ours for this pool;
     * ERROR: nothing (not blamed, not admitted: a held node stays held with its reason).
+    * PASS on a node the health check drained during the run (``before``: Slurm's view when the run started): kept
+      drained, said with ``keep`` (the fault came after the measurements; issue 37).
     Nodes that Slurm does not know are left out.
     """
     actions = []
@@ -274,7 +289,10 @@ def gate_slurm_actions(verdicts, views, run_id, pool="slurm"):
             actions.append({"node": node, "action": "drain", "reason": reason})
         elif (row["verdict"] == PASS and drained and ours and ours["kind"] in ADMIT_KINDS
               and ours.get("target") in (None, pool)):
-            actions.append({"node": node, "action": "resume", "reason": ""})
+            if _found_during_run(node, view, before):
+                actions.append({"node": node, "action": "keep", "reason": view.get("reason") or ""})
+            else:
+                actions.append({"node": node, "action": "resume", "reason": ""})
     return actions
 
 

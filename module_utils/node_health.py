@@ -31,6 +31,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 from ansible.module_utils.gate import (
@@ -129,14 +130,16 @@ def parse_gpu_query(text: str) -> list[dict]:
     return gpus
 
 
-def parse_xids(text: str) -> list[dict]:
+def parse_xids(text: str, boot: str = "") -> list[dict]:
     """The NVIDIA driver's faults in a kernel log text: ``[{line, pci, xid, key}]`` (key: a sha1 of the record).
 
     An Xid line gives its number and PCI address. The driver's "fallen off the bus" message without an Xid (a GPU
     lost at probe, printed over several lines) counts as Xid 79, the catalog's number for it, with the address of
     the line that opens the message. Other lines are ignored; a line that names ``NVRM: Xid`` but not in the
-    driver's form raises ParseError (an Xid the check cannot read is never "no Xid"). The key covers the record's
-    first line, which carries the kernel's timestamp, so the same message logged again later is a new fault.
+    driver's form raises ParseError (an Xid the check cannot read is never "no Xid"). The key covers ``boot`` (the
+    kernel's boot id) and the record's first line, which carries the kernel's own timestamp (dmesg's default: seconds
+    since boot, which no clock step or time zone changes), so the same message logged again later is a new fault.
+    A "fallen off the bus" line right after an Xid 79 of the same GPU is that Xid's, not another fault.
     """
     events = []
     record = ""
@@ -149,12 +152,15 @@ def parse_xids(text: str) -> list[dict]:
             if not match:
                 raise ParseError(f"kernel log: Xid line not in the driver's form: {line[:120]!r}")
             events.append({"line": line, "pci": match.group(1), "xid": int(match.group(2)),
-                           "key": hashlib.sha1(line.encode()).hexdigest()})
+                           "key": hashlib.sha1(f"{boot}\n{line}".encode()).hexdigest()})
         elif "NVRM:" in raw and "fallen off the bus" in raw:
             line = raw.strip()
             where = _GPU_AT_RE.search(record) or _GPU_AT_RE.search(line)
-            events.append({"line": line, "pci": f"PCI:{where.group(1)}" if where else "PCI:unknown", "xid": 79,
-                           "key": hashlib.sha1(f"{record}\n{line}".encode()).hexdigest()})
+            pci = f"PCI:{where.group(1)}" if where else "PCI:unknown"
+            if events and events[-1]["xid"] == 79 and pci.startswith(events[-1]["pci"]):
+                continue
+            events.append({"line": line, "pci": pci, "xid": 79,
+                           "key": hashlib.sha1(f"{boot}\n{record}\n{line}".encode()).hexdigest()})
     return events
 
 
@@ -190,15 +196,20 @@ class Runner:
         self.run, self.which, self.clock = run or _run, which or shutil.which, clock
 
     def left(self) -> int:
-        return max(1, int(self.deadline - self.clock()))
+        """Whole seconds left for the next command, one kept back for the program's own end (0: none)."""
+        return max(0, int(self.deadline - self.clock()) - 1)
 
     def parsed(self, argv, parse, name):
-        """run_parsed's (parsed, error_verdict, rc) for argv, bounded by the time left."""
+        """run_parsed's (parsed, error_verdict, rc) for argv, bounded by the time left; with none left the command
+        does not start (an ERROR: the check could not read it)."""
         limit = self.left()
+        if limit < 1:
+            return None, verdict(ERROR, f"{name}: no time left in the health check's budget"), None
 
         def run_command(full, environ_update=None):
-            # coreutils timeout (run_parsed's wrapper) ends it first and says 124; this bound is the last resort.
-            return self.run(full, limit + 5)
+            # coreutils timeout (run_parsed's wrapper) ends it first and says 124; this bound is the last resort
+            # for a command that ignores the TERM (its grace before KILL is longer than the budget has).
+            return self.run(full, limit + 1)
 
         # run_parsed wraps the command in coreutils timeout when it finds one; the runner bounds it either way.
         parsed, error, rc, _out, _err = run_parsed(run_command, self.which, list(argv), parse, name, timeout=limit)
@@ -210,7 +221,11 @@ class Runner:
 def _mount_verdict(mounts, runner: Runner) -> dict:
     problems = []
     for path in mounts:
-        rc, _out, _err = runner.run(["mountpoint", "-q", str(path)], min(runner.left(), 10))
+        limit = min(runner.left(), 10)
+        if limit < 1:
+            problems.append(f"{path} not read (no time left)")
+            continue
+        rc, _out, _err = runner.run(["mountpoint", "-q", str(path)], limit)
         if rc == 124:
             problems.append(f"{path} did not answer")
         elif rc != 0:
@@ -232,18 +247,24 @@ def read_seen(path) -> list:
 
 
 def _write_json(path, data) -> None:
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    """Write path whole (a temporary file of its own, then a rename: a run of slurmd's and one by hand never clash)."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=directory, prefix=".xid-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(data, out)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
-def check(config: dict, runner: Runner, seen: set) -> dict:
+def check(config: dict, runner: Runner, seen: set, boot: str = "") -> dict:
     """Run the configured checks; return ``{verdict, reasons, checks: {name: verdict}, pending, unjudged}``.
 
-    ``verdict`` is PASS only when every check passed; ``reasons`` lists each other check's reason, in CHECKS order.
+    ``verdict`` is PASS only when every check passed; ``reasons`` lists each other check's reason, in the order read
+    (the kernel log first). ``boot`` is the kernel's boot id (the Xid lines' keys hold it).
     """
     wanted = list(config.get("checks") or [])
     unknown = [c for c in wanted if c not in CHECKS]
@@ -251,6 +272,16 @@ def check(config: dict, runner: Runner, seen: set) -> dict:
     pending: list = []
     if unknown:
         results["config"] = verdict(ERROR, f"healthcheck: unknown check(s) {', '.join(map(str, unknown))}")
+    # The kernel log first: a GPU that fell off the bus often hangs nvidia-smi, and its Xid must still be read.
+    if "xid" in wanted:
+        events, error, rc = runner.parsed(config.get("xid_command") or ["dmesg"],
+                                          lambda text: parse_xids(text, boot), "xid")
+        if error is None and rc not in (0, None):
+            error = verdict(ERROR, f"xid: the kernel log read exited {rc}")
+        results["xid"] = error or xid_verdict(events, seen, [int(x) for x in config.get("fatal_xids") or []])
+        if error is None:
+            fatal = {int(x) for x in config.get("fatal_xids") or []}
+            pending = [e["key"] for e in events if e["key"] not in seen and e["xid"] in fatal]
     gpus, gpu_error = None, None
     if "gpus" in wanted or "memory" in wanted or "nvlink" in wanted or "ib" in wanted:
         gpus, gpu_error, rc = runner.parsed(config.get("gpu_command") or GPU_COMMAND, parse_gpu_query, "gpu")
@@ -260,15 +291,6 @@ def check(config: dict, runner: Runner, seen: set) -> dict:
         results["gpus"] = gpu_error or gpu_inventory_verdict(gpus, config.get("expected_gpus"))
     if "memory" in wanted:
         results["memory"] = gpu_error or gpu_health_verdict(gpus)
-    if "xid" in wanted:
-        events, error, rc = runner.parsed(config.get("xid_command") or ["dmesg", "--time-format", "iso"],
-                                          parse_xids, "xid")
-        if error is None and rc not in (0, None):
-            error = verdict(ERROR, f"xid: the kernel log read exited {rc}")
-        results["xid"] = error or xid_verdict(events, seen, [int(x) for x in config.get("fatal_xids") or []])
-        if error is None:
-            fatal = {int(x) for x in config.get("fatal_xids") or []}
-            pending = [e["key"] for e in events if e["key"] not in seen and e["xid"] in fatal]
     # NVLink and the fabric ports are judged against the gate's profile, where it sets what to expect
     # (nvlinks_per_gpu; rdma_ports or named devices): on by profile. No profile for this hardware (and none named)
     # leaves them unjudged, and the result says so; a named profile that does not exist is a finding.
@@ -282,8 +304,8 @@ def check(config: dict, runner: Runner, seen: set) -> dict:
             if config.get("profile") or gpu_error:
                 profile_error = gpu_error or verdict(ERROR, f"profile: {exc}")
     if "nvlink" in wanted:
-        if profile_error:
-            results["nvlink"] = profile_error
+        if profile_error or (gpu_error and profile):
+            results["nvlink"] = profile_error or gpu_error
         elif profile and profile.get("nvlinks_per_gpu"):
             links, error, rc = runner.parsed(config.get("nvlink_command") or ["nvidia-smi", "nvlink", "-s"],
                                              parse_nvlink_status, "nvlink")
@@ -293,8 +315,8 @@ def check(config: dict, runner: Runner, seen: set) -> dict:
             unjudged.append("nvlink")
     if "ib" in wanted:
         devices = list(config.get("ib_devices") or [])
-        if profile_error:
-            results["ib"] = profile_error
+        if profile_error or (gpu_error and profile):
+            results["ib"] = profile_error or gpu_error
         elif profile and (profile.get("rdma_ports") or devices):
             ports, error, rc = runner.parsed(config.get("ib_command") or ["ibstat"], parse_ibstat, "rdma")
             results["ib"] = error or exit_checked(
@@ -313,6 +335,15 @@ def check(config: dict, runner: Runner, seen: set) -> dict:
 def drain_reason(reasons: list[str]) -> str:
     """The Slurm reason for the first finding (the toolkit's gate reason, so gate.yml is the way back)."""
     return make_reason("gate", "healthcheck:" + reasons[0], target="slurm")
+
+
+def boot_id() -> str:
+    """The running kernel's boot id ("" where it cannot be read: the keys then hold the lines alone)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
 
 
 def main(argv=None, stdin=None, stdout=None) -> int:
@@ -339,13 +370,16 @@ def main(argv=None, stdin=None, stdout=None) -> int:
         config = json.load(stdin)
         if not isinstance(config, dict):
             raise ValueError("the configuration is not a mapping")
-        result = check(config, Runner(float(config.get("timeout") or 20)), set(read_seen(seen_path)))
+        result = check(config, Runner(float(config.get("timeout") or 20)), set(read_seen(seen_path)), boot_id())
         _write_json(pending_path, result["pending"])
     except Exception as exc:  # any failure of the check itself is a finding, never healthy
         stdout.write(make_reason("gate", f"healthcheck:internal_error_{type(exc).__name__}", target="slurm") + "\n")
         stdout.write(f"healthcheck: {type(exc).__name__}: {exc}\n")
         return 1
     if result["verdict"] == PASS:
+        if result["unjudged"]:
+            stdout.write(f"healthcheck: {', '.join(result['unjudged'])} not judged (the gate profile sets nothing to "
+                         "expect for this hardware)\n")
         return 0
     stdout.write(drain_reason(result["reasons"]) + "\n")
     for reason in result["reasons"]:

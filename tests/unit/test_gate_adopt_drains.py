@@ -1,5 +1,7 @@
-"""Hand-over of an admin's drain to the gate (issue 37): only by name, only a drain that is not the toolkit's, and never
-under running jobs. Before, there was no way: a node an admin drained (as docs/node-stack.md told them to) never came
+"""Hand-over of an admin's drain to the gate, and a health check finding during a gate run (issue 37).
+
+The hand-over: only by name, only a drain that is not the toolkit's, and never under running jobs. Before, there
+was no way: a node an admin drained (as docs/node-stack.md told them to) never came
 back through gate.yml, whose PASS resumes only the toolkit's holds."""
 
 from ansible.module_utils.gate_rows import gate_adopt_drains, gate_slurm_actions
@@ -56,3 +58,19 @@ def test_a_node_in_service_or_held_by_the_toolkit_is_left_and_said_so():
 def test_a_value_that_is_not_a_list_is_an_error():
     assert gate_adopt_drains("gpu07", views(), "r2")["errors"] == [
         "gate_adopt_drains must be a list of node names, got 'gpu07'"]
+
+
+def test_a_pass_does_not_resume_a_node_the_health_check_drained_while_the_gate_measured_it():
+    """gpu09 was in service when the run started; the health check drained it for an Xid during the run. The gate's
+    PASS came from measurements before the fault: the node stays drained ("keep"). Found in review of f462426."""
+    before = views()
+    found = "gpufleet:gate,to=slurm,healthcheck:xid:_Xid_79_on_PCI:0000:05:00"
+    after = dict(before, gpu09=node_view("gpu09", {**parse_scontrol_nodes(SHOW)["gpu09"], "flags": {"DRAIN"},
+                                                    "reason": found}))
+    assert gate_slurm_actions({"gpu09": {"verdict": "PASS"}}, after, "r2") == [
+        {"node": "gpu09", "action": "resume", "reason": ""}]  # without the run's first view: the old behaviour
+    assert gate_slurm_actions({"gpu09": {"verdict": "PASS"}}, after, "r2", before=before) == [
+        {"node": "gpu09", "action": "keep", "reason": found}]
+    # A node the health check drained before the run, and the gate restored to that reason: admitted on a PASS.
+    assert gate_slurm_actions({"gpu09": {"verdict": "PASS"}}, after, "r2", before=after) == [
+        {"node": "gpu09", "action": "resume", "reason": ""}]

@@ -84,7 +84,7 @@ def node(tmp_path):
 def test_a_fatal_xid_drains_once_naming_the_gpu_and_the_gate_admits_the_node_again(node):
     rc, updates = node(XID79, IDLE)
     assert (rc, updates) == (1, ["update NodeName=gpu01 State=DRAIN "
-                                 "Reason=gpufleet:gate,to=slurm,healthcheck:xid:_Xid_79_on_PCI:0000:05:00_-+3_more-"])
+                                 "Reason=gpufleet:gate,to=slurm,healthcheck:xid:_Xid_79_on_PCI:0000:05:00_-+1_more-"])
     # The drain acknowledged the Xid: the next run, still drained with the toolkit's reason, finds nothing new...
     assert node(XID79, OURS) == (0, [])
     # ...nor once gate.yml admitted the node again: the same kernel log lines are not a new fault.
@@ -95,7 +95,7 @@ def test_under_an_admin_s_drain_the_xid_waits_for_the_admin_to_return_the_node(n
     assert node(XID79, ADMIN) == (1, [])
     rc, updates = node(XID79, IDLE)
     assert rc == 1
-    assert updates[0].endswith("Reason=gpufleet:gate,to=slurm,healthcheck:xid:_Xid_79_on_PCI:0000:05:00_-+3_more-")
+    assert updates[0].endswith("Reason=gpufleet:gate,to=slurm,healthcheck:xid:_Xid_79_on_PCI:0000:05:00_-+1_more-")
 
 
 def test_an_application_xid_leaves_the_node_in_service(node):
@@ -107,3 +107,11 @@ def test_a_reader_that_cannot_read_the_kernel_log_drains_with_its_own_words(node
     assert rc == 1
     assert updates == ["update NodeName=gpu01 State=DRAIN "
                        "Reason=gpufleet:gate,to=slurm,healthcheck:xid:_the_kernel_log_read_exited_2"]
+
+
+def test_a_node_in_a_maintenance_reservation_is_left_to_its_owner_and_nothing_is_acknowledged(node):
+    """The gate's pair test resumes held nodes into a MAINT reservation and restores their reasons afterwards: a
+    drain there would be overwritten and its Xid lost. Found in review of f462426."""
+    assert node(XID79, "NodeName=gpu01 State=IDLE+MAINT+RESERVED ThreadsPerCore=1 Reason=(null)") == (1, [])
+    rc, updates = node(XID79, IDLE)
+    assert rc == 1 and len(updates) == 1
