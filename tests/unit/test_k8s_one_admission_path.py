@@ -109,9 +109,14 @@ def test_gate_yml_reads_the_live_pools_and_gates_each_pool_with_its_own_schedule
         "tasks_from") == "live")
     assert read["hosts"] == "gpu_nodes" and read["tasks"][0]["run_once"] is True
     assert read["tasks"][0]["ansible.builtin.import_role"] == {"name": "pool_planner", "tasks_from": "live"}
-    slurm = next(p for p in book if p.get("hosts") == "gpu_nodes:!k8s_agent")
+    slurm = next(p for p in book if p.get("hosts") == "gpu_nodes:!k8s_agent" and p.get("roles"))
     k8s = next(p for p in book if p.get("hosts") == "health_gate_k8s_idle")
     assert book.index(read) < book.index(slurm) < book.index(k8s)
+    # The admin drains the operator names are handed over on the Slurm pool's nodes, after the live read, before
+    # the Slurm pool's gate (issue 37).
+    adopt = next(p for p in book if p.get("tasks") and p["tasks"][0].get("ansible.builtin.import_role", {}).get(
+        "tasks_from") == "adopt")
+    assert adopt["hosts"] == "gpu_nodes:!k8s_agent" and book.index(read) < book.index(adopt) < book.index(slurm)
     assert [r["role"] for r in slurm["roles"]] == ["health_gate"]
     assert k8s["roles"][0]["role"] == "health_gate" and k8s["roles"][0]["health_gate_controller"] is None
 
