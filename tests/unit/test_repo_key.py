@@ -54,11 +54,15 @@ def export_armored(tmp, *keyrings):
     """gpg --export --armor of the keys of keyrings, through a private gpg home under tmp."""
     home = tmp / f"gnupg-{len(list(tmp.glob('gnupg-*')))}"
     home.mkdir(mode=0o700)
-    for keyring in keyrings:
-        subprocess.run([GPG, "--homedir", str(home), "--batch", "--quiet", "--import", str(keyring)],
-                       capture_output=True, check=True)
-    return subprocess.run([GPG, "--homedir", str(home), "--batch", "--export", "--armor"],
-                          capture_output=True, check=True).stdout
+    try:
+        for keyring in keyrings:
+            subprocess.run([GPG, "--homedir", str(home), "--batch", "--quiet", "--import", str(keyring)],
+                           capture_output=True, check=True)
+        return subprocess.run([GPG, "--homedir", str(home), "--batch", "--export", "--armor"],
+                              capture_output=True, check=True).stdout
+    finally:
+        # The import starts a gpg-agent for this home; the test stops what it started.
+        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], capture_output=True, check=False)
 
 
 @pytest.mark.parametrize("keyring", sorted(KEYRINGS.glob("*.gpg")), ids=lambda p: p.name)
