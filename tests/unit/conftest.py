@@ -142,3 +142,31 @@ def flat_tasks(items):
             yield from flat_tasks(task.get("always"))
         else:
             yield task
+
+
+HEALTHCHECK_TEMPLATE = ROOT / "roles/slurm_compute/templates/usr/local/sbin/gpufleet-healthcheck.j2"
+
+
+def healthcheck_under_test(tmp, role_vars, scontrol_double):
+    """slurm_compute's health check program rendered by Ansible for gpu01 with role_vars, with a test double of
+    scontrol (scontrol_double, a shell script's text) first on the program's PATH: the one line rewritten."""
+    import stat
+
+    plays = [{"hosts": "gpu01", "gather_facts": False, "vars": role_vars,
+              "tasks": [{"ansible.builtin.template": {"src": str(HEALTHCHECK_TEMPLATE),
+                                                      "dest": str(tmp / "gpufleet-healthcheck"), "mode": "0755"}}]}]
+    inventory = {"all": {"hosts": {"gpu01": {"ansible_connection": "local",
+                                             "ansible_python_interpreter": sys.executable}}}}
+    result = run_plays(tmp, plays, inventory)
+    assert result.returncode == 0, result.stdout[-3000:]
+    bindir = tmp / "bin"
+    bindir.mkdir()
+    double = bindir / "scontrol"
+    double.write_text(scontrol_double)
+    double.chmod(double.stat().st_mode | stat.S_IXUSR)
+    text = (tmp / "gpufleet-healthcheck").read_text()
+    assert "\nPATH=/usr/sbin:/usr/bin:/sbin:/bin\n" in text
+    program = tmp / "healthcheck-under-test"
+    program.write_text(text.replace("\nPATH=/usr/sbin:", f"\nPATH={bindir}:/usr/sbin:", 1))
+    program.chmod(0o755)
+    return program

@@ -13,16 +13,11 @@ given line and records every ``update``.
 """
 
 import os
-import pathlib
-import stat
 import subprocess
-import sys
 
 import pytest
-from conftest import run_plays
+from conftest import healthcheck_under_test
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-TEMPLATE = ROOT / "roles/slurm_compute/templates/usr/local/sbin/gpufleet-healthcheck.j2"
 SCONTROL_DOUBLE = """#!/bin/sh
 # Test double of scontrol: `show node` prints $HC_SHOW_LINE (after $HC_SHOW_SLEEP s); `update` is recorded.
 case "$1" in
@@ -35,29 +30,12 @@ esac
 @pytest.fixture(scope="module")
 def script(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("healthcheck")
-    plays = [{"hosts": "gpu01", "gather_facts": False, "vars": {
+    return healthcheck_under_test(tmp, {
         "__slurm_compute_node_name": "gpu01", "slurm_compute_healthcheck_gpus": 2,
         "slurm_compute_healthcheck_min_free_mb": 1, "slurm_compute_healthcheck_timeout": 5,
         "__slurm_compute_healthcheck_scontrol_timeout": 1, "slurm_compute_spool_dir": str(tmp),
         "slurm_compute_healthcheck_checks": [], "__slurm_compute_health_lib": str(tmp / "lib"),
-        "slurm_compute_healthcheck_state_dir": str(tmp / "state")},
-        "tasks": [{"ansible.builtin.template": {"src": str(TEMPLATE), "dest": str(tmp / "gpufleet-healthcheck"),
-                                                "mode": "0755"}}]}]
-    inventory = {"all": {"hosts": {"gpu01": {"ansible_connection": "local",
-                                             "ansible_python_interpreter": sys.executable}}}}
-    result = run_plays(tmp, plays, inventory)
-    assert result.returncode == 0, result.stdout[-3000:]
-    bindir = tmp / "bin"
-    bindir.mkdir()
-    double = bindir / "scontrol"
-    double.write_text(SCONTROL_DOUBLE)
-    double.chmod(double.stat().st_mode | stat.S_IXUSR)
-    text = (tmp / "gpufleet-healthcheck").read_text()
-    assert "\nPATH=/usr/sbin:/usr/bin:/sbin:/bin\n" in text
-    path = tmp / "healthcheck-under-test"
-    path.write_text(text.replace("\nPATH=/usr/sbin:", f"\nPATH={bindir}:/usr/sbin:", 1))
-    path.chmod(0o755)
-    return path
+        "slurm_compute_healthcheck_state_dir": str(tmp / "state")}, SCONTROL_DOUBLE)
 
 
 def run(script, tmp_path, line, sleep=0):

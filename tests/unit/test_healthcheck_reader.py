@@ -9,14 +9,11 @@ records every `update`.
 
 import os
 import shutil
-import stat
 import subprocess
-import sys
 
 import pytest
-from conftest import ROOT, run_plays
+from conftest import ROOT, healthcheck_under_test
 
-TEMPLATE = ROOT / "roles/slurm_compute/templates/usr/local/sbin/gpufleet-healthcheck.j2"
 MODULES = ["gate", "gate_profiles", "nvidia_smi", "rdma", "node_reason", "node_health"]
 SCONTROL_DOUBLE = """#!/bin/sh
 # Test double of scontrol: `show node` prints the line in $HC_SHOW; `update` is recorded in $HC_UPDATES.
@@ -43,7 +40,7 @@ def node(tmp_path):
         shutil.copy(ROOT / "module_utils" / f"{name}.py", lib / f"{name}.py")
     replay = [str(ROOT / "tests/doubles/replay_capture"), f"--fixtures={ROOT / 'tests/fixtures'}"]
     kernel_log = tmp_path / "kernel-log"
-    plays = [{"hosts": "gpu01", "gather_facts": False, "vars": {
+    program = healthcheck_under_test(tmp_path, {
         "__slurm_compute_node_name": "gpu01", "slurm_compute_healthcheck_gpus": 0,
         "slurm_compute_healthcheck_min_free_mb": 1, "slurm_compute_healthcheck_timeout": 20,
         "__slurm_compute_healthcheck_scontrol_timeout": 5, "slurm_compute_spool_dir": str(tmp_path),
@@ -53,21 +50,7 @@ def node(tmp_path):
         "slurm_compute_healthcheck_profile": None, "slurm_compute_healthcheck_profiles": {},
         "slurm_compute_healthcheck_ib_devices": [],
         "slurm_compute_healthcheck_commands": {"xid": ["sh", "-c", f'exec {" ".join(replay)} "$(cat {kernel_log})"']}},
-        "tasks": [{"ansible.builtin.template": {"src": str(TEMPLATE), "dest": str(tmp_path / "gpufleet-healthcheck"),
-                                                "mode": "0755"}}]}]
-    inventory = {"all": {"hosts": {"gpu01": {"ansible_connection": "local",
-                                             "ansible_python_interpreter": sys.executable}}}}
-    result = run_plays(tmp_path, plays, inventory)
-    assert result.returncode == 0, result.stdout[-3000:]
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    double = bindir / "scontrol"
-    double.write_text(SCONTROL_DOUBLE)
-    double.chmod(double.stat().st_mode | stat.S_IXUSR)
-    text = (tmp_path / "gpufleet-healthcheck").read_text()
-    program = tmp_path / "healthcheck-under-test"
-    program.write_text(text.replace("\nPATH=/usr/sbin:", f"\nPATH={bindir}:/usr/sbin:", 1))
-    program.chmod(0o755)
+        SCONTROL_DOUBLE)
 
     def run(log, show):
         kernel_log.write_text(log)
