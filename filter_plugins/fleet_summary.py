@@ -28,11 +28,11 @@ def _guard(func):
 
 
 def fleet_summary(nodes, slurm=None, k8s=None, hosts=None, gate_reports=None, now=None, cluster="",
-                  gate_reports_complete=True):
+                  gate_reports_complete=True, verdict_field="comment"):
     """build_summary, measuring ages from the time of the call unless *now* (epoch seconds) is given."""
     return build_summary(nodes, slurm=slurm, k8s=k8s, hosts=hosts, gate_reports=gate_reports,
                          now=time.time() if now is None else float(now), cluster=cluster,
-                         gate_reports_complete=gate_reports_complete)
+                         gate_reports_complete=gate_reports_complete, verdict_field=verdict_field)
 
 
 class FilterModule:

@@ -42,7 +42,8 @@ fresh:
   type: bool
   returned: always
 nodes:
-  description: Per node, the parsed state and the pool view (pool, healthy, admin_hold, in_partition, busy, ...).
+  description: Per node, the parsed state and the pool view (pool, healthy, admin_hold, in_partition, busy, ...),
+      and the node's free-text C(comment) and C(extra) (null when unset).
   type: dict
   returned: always
 partitions:
@@ -109,6 +110,9 @@ def main():
         view = node_view(name, node)
         view["state"] = node["state"]
         view["flags"] = sorted(node["flags"])
+        # Slurm's free-text node fields: the gate's verdict record lives in one (gate_record.py).
+        view["comment"] = node["comment"]
+        view["extra"] = node["extra"]
         nodes[name] = view
     module.exit_json(changed=False, fresh=False, nodes=nodes, partitions=partitions)
 

@@ -19,6 +19,7 @@ import json
 import os
 import re
 
+from ansible.module_utils.gate_record import SLURM_FIELDS, fleet_record
 from ansible.module_utils.k8s_state import node_states
 from ansible.module_utils.node_reason import parse_reason
 
@@ -270,12 +271,42 @@ def _unknown_view(reason, at, source):
             "run_id": "", "at": at, "source": source}
 
 
-def gate_view(node, gates, slurm_reason, complete, now):
+def _record_view(record, view, now):
+    """The view once the fleet's record (``gate_record.fleet_record``) of the node is weighed against the reports'.
+
+    The record decides when no report read here names its run and it is newer than the report's verdict (a gate
+    run from another controller); a report of the same run keeps its detail. A record that cannot be read, is dated
+    in the future, or disagrees with the report of its own run makes the verdict UNKNOWN.
+    """
+    if record is None:
+        return view
+    if "error" in record:
+        return _unknown_view(f"fleet record unreadable ({record['error'][:100]})", None, record["source"])
+    if now is not None and record["epoch"] > now:
+        return _unknown_view(f"fleet record of run {record['run_id']} is dated in the future ({record['at']})",
+                             None, record["source"])
+    if view is not None and view["run_id"] == record["run_id"]:
+        if view["verdict"] != record["verdict"]:
+            return _unknown_view(f"report {view['source']} says {view['verdict']}, the {record['source']} of the "
+                                 f"same run {record['verdict']}", view["at"], record["source"])
+        return view
+    if view is not None and view["at"] is not None and view["at"] >= record["epoch"]:
+        return view
+    gate = record["gate"] or ""
+    reason = "" if record["verdict"] == "PASS" else (
+        f"{gate or 'gate'} (detail in gate-{record['run_id']}.json on the controller that ran it)")
+    return {"verdict": record["verdict"], "gate": gate, "figure": "", "threshold": "", "reason": reason,
+            "figures": [], "run_id": record["run_id"], "at": record["epoch"], "source": record["source"]}
+
+
+def gate_view(node, gates, slurm_reason, complete, now, record=None):
     """The last gate verdict of *node*: ``{verdict, gate, figure, threshold, reason, figures, run_id, at, age,
     source}``.
 
-    Sources, newest first: the gate reports (``parse_gate_reports``), and a ``gpufleet:gate`` reason in
-    Slurm (a FAIL that no report read here records). A verdict word other than PASS/FAIL/ERROR is UNKNOWN.
+    Sources, newest first: the gate reports (``parse_gate_reports``), the verdict record the gate wrote into the
+    fleet (*record*, ``gate_record.fleet_record``: Slurm's node comment, the Node's labels; ``_record_view``), and
+    a ``gpufleet:gate`` reason in Slurm (a FAIL that no report read here records). A verdict word other than
+    PASS/FAIL/ERROR is UNKNOWN.
     The newest report that names the node decides only when it can be ordered: a report dated in the
     future (or with no time) that names it, or an unreadable report newer than the deciding one, makes the
     verdict UNKNOWN. The Slurm drain decides when it is newer than the report's verdict or its run id
@@ -308,6 +339,7 @@ def gate_view(node, gates, slurm_reason, complete, now):
             newest = max(newer, key=lambda u: (u["at"] is None, u["at"] or 0))
             view = _unknown_view(f"newer report {newest['name']} is unreadable ({newest['why'][:80]})",
                                  newest["at"], newest["name"])
+    view = _record_view(record, view, now)
     ours = parse_reason(slurm_reason)
     if ours and ours["kind"] == "gate" and (view is None or ours["run_id"] != view["run_id"]):
         at = run_time(ours["run_id"])
@@ -397,7 +429,7 @@ def _source_state(result, label):
 
 
 def build_summary(nodes, slurm=None, k8s=None, hosts=None, gate_reports=None, now=None, cluster="",
-                  gate_reports_complete=True):
+                  gate_reports_complete=True, verdict_field="comment"):
     """Join the live state into the summary document.
 
     * *nodes*: the GPU nodes to report (names);
@@ -409,12 +441,16 @@ def build_summary(nodes, slurm=None, k8s=None, hosts=None, gate_reports=None, no
     * *now*: epoch seconds (ages are measured from it, and a report dated after it is not a verdict);
       *gate_reports_complete*: every report file was read (False when only the newest were, or the
       directory could not be listed);
-    * *cluster*: this inventory's ``cluster_name``; without it no gate report counts.
+    * *cluster*: this inventory's ``cluster_name``; without it no gate report counts;
+    * *verdict_field*: the Slurm node field the gate writes its verdict record into (``comment`` or ``extra``).
 
     Work at risk: none (read-only).
     """
     if not isinstance(nodes, (list, tuple)):
         raise FleetSummaryError(f"fleet summary: nodes must be a list of names, got {type(nodes).__name__}")
+    if verdict_field not in SLURM_FIELDS:
+        raise FleetSummaryError(f"fleet summary: the verdict field must be one of {', '.join(SLURM_FIELDS)}, "
+                                f"got {verdict_field!r}")
     hosts = hosts or {}
     slurm_status, slurm_nodes = _source_state(slurm, "Slurm")
     k8s_status, k8s_nodes = _source_state(k8s, "Kubernetes")
@@ -470,7 +506,8 @@ def build_summary(nodes, slurm=None, k8s=None, hosts=None, gate_reports=None, no
             in_service = "no"
 
         gpu = gpu_view(facts)
-        gate = gate_view(name, gates, sview.get("reason") if sview else None, complete, now)
+        record = fleet_record(sview, knode.get("labels") if knode else None, verdict_field)
+        gate = gate_view(name, gates, sview.get("reason") if sview else None, complete, now, record)
         rows.append({
             "name": name,
             "leaf": str(facts.get("leaf") or "") or None,

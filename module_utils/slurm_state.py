@@ -33,6 +33,13 @@ _KEY_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)=(.*)$")
 # Reason=<text> [<user>@<time>]; the text may hold spaces and '=', so it is cut out before tokenising.
 _REASON_RE = re.compile(r"(?:^|\s)Reason=(.*?)\s\[([^\]@\s]*)@([^\]\s]*)\]")
 _REASON_BARE_RE = re.compile(r"(?:^|\s)Reason=(.*?)(?=\s(?:Comment|Extra|ExtSensors\w*|Instance\w*)=|$)")
+# Comment= and Extra= (Slurm 22.05+) follow the reason, in that order, then InstanceId/InstanceType and
+# ReservationName (slurm_sprint_node_table). Their text is free (an admin's note may hold spaces and "State=..."),
+# so each is cut out before tokenising, where it could otherwise overwrite an earlier field.
+_FREE_TEXT_RE = {
+    "Comment": re.compile(r"(?:^|\s)Comment=(.*?)(?=\s(?:Extra|InstanceId|InstanceType|ReservationName)=|$)"),
+    "Extra": re.compile(r"(?:^|\s)Extra=(.*?)(?=\s(?:InstanceId|InstanceType|ReservationName)=|$)"),
+}
 
 
 def parse_state(value, where="State"):
@@ -111,10 +118,17 @@ def parse_scontrol_node_line(line, lineno=1):
         if match:
             reason = match.group(1).strip()
             text = text[: match.start()] + " " + text[match.end():]
+    free = {}
+    for key, pattern in _FREE_TEXT_RE.items():
+        match = pattern.search(text)
+        if match:
+            free[key] = match.group(1).strip()
+            text = text[: match.start()] + " " + text[match.end():]
     try:
         fields = _tokenise(text)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
+    fields.update(free)
     name = fields.get("NodeName", "")
     if not name:
         raise ValueError(f"{where}: NodeName is empty")
@@ -132,6 +146,8 @@ def parse_scontrol_node_line(line, lineno=1):
         "reason": _none(reason),
         "reason_user": reason_user,
         "reason_time": reason_time,
+        "comment": _none(free.get("Comment")),
+        "extra": _none(free.get("Extra")),
         "partitions": partitions,
         "gres": _none(fields.get("Gres")),
         "cpu_alloc": _int(fields, "CPUAlloc", where),
@@ -147,7 +163,8 @@ def parse_scontrol_nodes(text):
     """Parse ``scontrol show node -o`` (one line per node) into ``{name: node}``, in input order.
 
     Each node: ``name``, ``state`` (base, e.g. ``IDLE``), ``flags`` (set, e.g. ``{"DRAIN"}``), ``state_raw``,
-    ``reason`` / ``reason_user`` / ``reason_time`` (``None`` when unset), ``partitions`` (list), ``gres``,
+    ``reason`` / ``reason_user`` / ``reason_time`` (``None`` when unset), ``comment`` and ``extra`` (Slurm
+    22.05's free-text node fields, ``None`` when unset), ``partitions`` (list), ``gres``,
     ``cpu_alloc``, ``cpu_total``, ``alloc_tres``, ``cfg_tres``, ``busy`` (jobs running: ALLOCATED, MIXED,
     COMPLETING or DRAINING) and ``fields`` (every key as printed). Raises ``ValueError`` on unreadable input.
     """

@@ -49,6 +49,7 @@ def slurm_result(text=None):
         view = node_view(name, node)
         view["state"] = node["state"]
         view["flags"] = sorted(node["flags"])
+        view["comment"], view["extra"] = node["comment"], node["extra"]
         nodes[name] = view
     return {"changed": False, "fresh": False, "nodes": nodes, "partitions": {"gpu": list(nodes)}}
 
@@ -452,3 +453,92 @@ def test_property_pass_shows_only_when_the_newest_report_is_a_readable_pass_from
     newest = max(ours) if ours else None
     expected = newest is not None and newest[1] == "pass" and newest[0] <= 0
     assert (gate_of("gpu01", reports)["verdict"] == "PASS") is expected, mix
+
+
+# --- the verdict in the fleet (gate_record.py): any controller reads it -------------------------------------
+
+def with_comment(node, comment):
+    """The lab capture with *comment* on *node*: Slurm 22.05 prints Comment= after the reason
+    (slurm_sprint_node_table), at the end of the line here."""
+    lines = capture("scontrol_show_node_lab.txt").splitlines()
+    return "\n".join(ln + f" Comment={comment}" if ln.startswith(f"NodeName={node} ") else ln for ln in lines)
+
+
+def test_a_fresh_controller_reads_the_verdict_from_slurms_comment():
+    record = "gpufleet:verdict=FAIL,run=20261123T2100,at=20261123T210005Z,gate=nccl_pair"
+    summary = build_summary(NODES, slurm=slurm_result(with_comment("gpu01", record)), now=NOW, cluster="gpulab")
+    gate = by_name(summary)["gpu01"]["gate"]
+    assert (gate["verdict"], gate["gate"], gate["run_id"]) == ("FAIL", "nccl_pair", "20261123T2100")
+    assert gate["source"] == "slurm comment" and "gate-20261123T2100.json" in gate["reason"]
+    assert gate["age"] == "7m"
+    # The same fleet with no record: never gated.
+    plain = build_summary(NODES, slurm=slurm_result(), now=NOW, cluster="gpulab")
+    assert by_name(plain)["gpu01"]["gate"]["verdict"] == NEVER
+
+
+def test_an_admins_comment_is_not_a_verdict():
+    summary = build_summary(NODES, slurm=slurm_result(with_comment("gpu01", "PASS see ticket 7")), now=NOW,
+                            cluster="gpulab")
+    assert by_name(summary)["gpu01"]["gate"]["verdict"] == NEVER
+
+
+@pytest.mark.parametrize("record", [
+    "gpufleet:verdict=PASS,run=r1",                                   # no time
+    "gpufleet:verdict=OK,run=r1,at=20261123T210005Z",                 # not a verdict word
+    "gpufleet:verdict=PASS,run=r1,at=20261123T210005Z,gate=x,x=y",    # a key we never write
+    "gpufleet:verdict=PASS,run=r 1,at=20261123T210005Z",              # not one token
+])
+def test_a_malformed_record_of_ours_is_unknown_never_pass(record):
+    summary = build_summary(NODES, slurm=slurm_result(with_comment("gpu01", record)), now=NOW, cluster="gpulab")
+    gate = by_name(summary)["gpu01"]["gate"]
+    assert gate["verdict"] == "UNKNOWN" and "fleet record unreadable" in gate["reason"]
+
+
+def test_the_report_of_the_same_run_keeps_its_detail_and_a_newer_record_wins_over_an_older_report():
+    passed = report("gate_report_lab_pass.json.txt")
+    same = "gpufleet:verdict=PASS,run=20261123T205724,at=20261123T205800Z"
+    gate = by_name(build_summary(NODES, slurm=slurm_result(with_comment("gpu03", same)), now=NOW, cluster="gpulab",
+                                 gate_reports=[passed]))["gpu03"]["gate"]
+    assert gate["verdict"] == "PASS" and gate["figures"] and gate["source"] != "slurm comment"
+    newer = "gpufleet:verdict=FAIL,run=20261123T210200,at=20261123T210300Z,gate=gpu"
+    gate = by_name(build_summary(NODES, slurm=slurm_result(with_comment("gpu03", newer)), now=NOW, cluster="gpulab",
+                                 gate_reports=[passed]))["gpu03"]["gate"]
+    assert (gate["verdict"], gate["run_id"], gate["source"]) == ("FAIL", "20261123T210200", "slurm comment")
+    disagree = "gpufleet:verdict=FAIL,run=20261123T205724,at=20261123T205800Z,gate=gpu"
+    gate = by_name(build_summary(NODES, slurm=slurm_result(with_comment("gpu03", disagree)), now=NOW,
+                                 cluster="gpulab", gate_reports=[passed]))["gpu03"]["gate"]
+    assert gate["verdict"] == "UNKNOWN" and "same run" in gate["reason"]
+
+
+def test_a_record_dated_in_the_future_is_unknown():
+    record = "gpufleet:verdict=PASS,run=r9,at=20301123T210005Z"
+    gate = by_name(build_summary(NODES, slurm=slurm_result(with_comment("gpu01", record)), now=NOW,
+                                 cluster="gpulab"))["gpu01"]["gate"]
+    assert gate["verdict"] == "UNKNOWN" and "future" in gate["reason"]
+
+
+def test_the_k8s_labels_are_read_and_must_agree_with_slurm_on_one_run():
+    labels = {POOL_LABEL: "kubernetes",
+              "node-restriction.kubernetes.io/gpufleet-gate-verdict": "PASS",
+              "node-restriction.kubernetes.io/gpufleet-gate-run": "20261123T2100",
+              "node-restriction.kubernetes.io/gpufleet-gate-at": "20261123T210005Z"}
+    obj = {"kind": "Node", "metadata": {"name": "gpu01", "labels": labels},
+           "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    gate = by_name(build_summary(NODES, slurm=slurm_result(), k8s={"resources": [obj]}, now=NOW,
+                                 cluster="gpulab"))["gpu01"]["gate"]
+    assert (gate["verdict"], gate["source"]) == ("PASS", "k8s labels")
+    fail = "gpufleet:verdict=FAIL,run=20261123T2100,at=20261123T210005Z,gate=gpu"
+    gate = by_name(build_summary(NODES, slurm=slurm_result(with_comment("gpu01", fail)), k8s={"resources": [obj]},
+                                 now=NOW, cluster="gpulab"))["gpu01"]["gate"]
+    assert gate["verdict"] == "UNKNOWN" and "disagree" in gate["reason"]
+    half = dict(labels)
+    del half["node-restriction.kubernetes.io/gpufleet-gate-run"]
+    obj["metadata"]["labels"] = half
+    gate = by_name(build_summary(NODES, slurm=slurm_result(), k8s={"resources": [obj]}, now=NOW,
+                                 cluster="gpulab"))["gpu01"]["gate"]
+    assert gate["verdict"] == "UNKNOWN"
+
+
+def test_the_verdict_field_is_checked():
+    with pytest.raises(FleetSummaryError, match="comment, extra"):
+        build_summary(NODES, slurm=slurm_result(), now=NOW, cluster="gpulab", verdict_field="notes")

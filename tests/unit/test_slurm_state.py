@@ -158,3 +158,19 @@ def test_lab_capture_parses_every_line():
         state = node_pool_state(node)
         assert state["idle"] is not node["busy"]
         assert node["cpu_total"] is None or node["cpu_total"] > 0
+
+
+def test_comment_and_extra_are_free_text_that_never_overwrite_a_field():
+    """Slurm 22.05+ prints Comment= and Extra= after the reason (slurm_sprint_node_table); an admin's note such as
+    ``see State=DOWN`` must not replace the node's State, and both texts come back whole."""
+    text = line("gpu07", "IDLE", tail=(" Reason=fan [admin@2026-11-21T10:00:00] Comment=see State=DOWN Partitions=x"
+                                       " Extra=rack=7 row 3 ReservationName=r1"))
+    node = parse_scontrol_nodes(text)["gpu07"]
+    assert (node["state"], node["flags"]) == ("IDLE", set())
+    assert node["partitions"] == ["gpu"]
+    assert node["comment"] == "see State=DOWN Partitions=x"
+    assert node["extra"] == "rack=7 row 3"
+    assert node["fields"]["ReservationName"] == "r1"
+    bare = parse_scontrol_nodes(line("gpu08", "IDLE", tail=" Comment=gpufleet:verdict=PASS,run=r1"))["gpu08"]
+    assert bare["comment"] == "gpufleet:verdict=PASS,run=r1"
+    assert bare["extra"] is None and bare["reason"] is None
