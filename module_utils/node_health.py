@@ -15,6 +15,9 @@ The checks, each named in ``checks`` (data; an operator leaves one out where the
 * ``ib``:     fabric ports Active at the profile's rate, on its link layer (``ibstat``);
 * ``mounts``: each mount point the site declares is mounted and answers in time.
 
+The epilog (``gpufleet-epilog``, Slurm's Epilog) calls ``epilog``: a compute process still on a GPU after the job,
+or GPU memory in use with no process, drains the node the same way.
+
 Fail closed: a command missing, timed out or printing what the parser does not know is a finding (``ERROR``), never
 healthy; a value nvidia-smi prints in brackets other than "not supported" (``[Unknown Error]``, ``[GPU requires
 reset]``) is a FAIL. The module runs on the node with the standard library and its sibling modules only (gate,
@@ -79,6 +82,16 @@ _GPU_AT_RE = re.compile(r"NVRM: (?:The NVIDIA GPU |GPU at PCI:|GPU )"
 _DEPRECATED = "[Requested functionality has been deprecated]"
 # Acknowledged kernel log lines kept (the newest): far more than a node logs between two reboots.
 SEEN_KEEP = 2000
+# The epilog (``epilog``): compute processes left on the GPUs when a job ended, and GPU memory still in use.
+# nvidia-smi(1) --help-query-compute-apps; the header prints used_memory as "used_gpu_memory [MiB]".
+APPS_COMMAND = ["nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv"]
+MEMORY_COMMAND = ["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv"]
+# Memory a GPU with no compute process may show as used after a job and still be clean (MiB). An idle H100 reads
+# memory.used 0 MiB (its 479 MiB driver reserve is the separate memory.reserved field;
+# tests/fixtures/nvidia_smi_query_gpu_h100_80gb_590.48.01_healthy_exporter.txt); more than this with no process is
+# memory nobody frees (a context nvidia-smi cannot list). Data: slurm_compute_epilog_max_used_mib.
+EPILOG_MAX_USED_MIB = 1024
+_MIB_RE = re.compile(r"^(\d+)\s*MiB$")
 
 
 def parse_gpu_query(text: str) -> list[dict]:
@@ -162,6 +175,116 @@ def parse_xids(text: str, boot: str = "") -> list[dict]:
             events.append({"line": line, "pci": pci, "xid": 79,
                            "key": hashlib.sha1(f"{boot}\n{record}\n{line}".encode()).hexdigest()})
     return events
+
+
+def _csv_table(text: str, fields: tuple, what: str) -> list[dict]:
+    """Rows of an ``nvidia-smi --format=csv`` table as ``{field: cell}``, columns found by the header's names (units
+    in brackets dropped). A header without one of *fields* or a row of another length raises ParseError."""
+    check_driver(text)
+    rows = [row for row in csv.reader((text or "").splitlines(), skipinitialspace=True) if row]
+    if not rows:
+        raise ParseError(f"{what}: empty output")
+    header = [re.sub(r"\s*\[[^\]]*\]$", "", cell.strip()) for cell in rows[0]]
+    missing = [field for field in fields if field not in header]
+    if missing:
+        raise ParseError(f"{what}: no column {', '.join(missing)} in the header {', '.join(rows[0])[:80]!r}")
+    out = []
+    for row in rows[1:]:
+        cells = [cell.strip() for cell in row]
+        if len(cells) != len(header):
+            raise ParseError(f"{what}: a row has {len(cells)} fields, the header {len(header)}")
+        out.append({field: cells[header.index(field)] for field in fields})
+    return out
+
+
+def _mib(value: str, what: str):
+    """MiB of ``58060 MiB`` (or a bare count); None where nvidia-smi says the figure is not available."""
+    if value in _NOT_SUPPORTED:
+        return None
+    match = _MIB_RE.match(value) or (re.match(r"^(\d+)$", value))
+    if not match:
+        raise ParseError(f"{what} {value!r} is not a figure in MiB")
+    return int(match.group(1))
+
+
+def parse_compute_apps(text: str) -> list[dict]:
+    """``nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv``: ``[{uuid, pid, name,
+    used_mib}]`` (``used_mib`` None where nvidia-smi cannot say). A header alone is no process. ``[Not Found]`` as the
+    name is a process nvidia-smi cannot see (another PID namespace, or one already gone): still a process on the GPU."""
+    apps = []
+    for row in _csv_table(text, ("gpu_uuid", "pid", "process_name", "used_gpu_memory"),
+                          "nvidia-smi --query-compute-apps"):
+        apps.append({"uuid": row["gpu_uuid"], "pid": count(row["pid"], "nvidia-smi --query-compute-apps: pid"),
+                     "name": row["process_name"],
+                     "used_mib": _mib(row["used_gpu_memory"], "nvidia-smi --query-compute-apps: used_gpu_memory")})
+    return apps
+
+
+def parse_gpu_memory(text: str) -> list[dict]:
+    """``nvidia-smi --query-gpu=index,uuid,memory.used --format=csv``: ``[{index, uuid, used_mib}]``; a header with no
+    GPU raises ParseError (the node has GPUs, or the epilog would not ask)."""
+    gpus = []
+    for row in _csv_table(text, ("index", "uuid", "memory.used"), "nvidia-smi --query-gpu"):
+        index = count(row["index"], "nvidia-smi --query-gpu: index")
+        used = row["memory.used"]
+        if used.startswith("[") and used not in _NOT_SUPPORTED:
+            raise FaultSeen(f"GPU{index} memory.used reads {used}")
+        gpus.append({"index": index, "uuid": row["uuid"], "used_mib": _mib(used, f"GPU{index} memory.used")})
+    if not gpus:
+        raise ParseError("nvidia-smi --query-gpu: a header and no GPU")
+    return gpus
+
+
+def leftover_verdict(apps: list[dict], gpus: list[dict], max_used_mib: int = EPILOG_MAX_USED_MIB) -> dict:
+    """FAIL when a compute process is still on a GPU after the job, or a GPU with no process still has more than
+    *max_used_mib* in use; the reason names the GPU, the process and the figure. A process on a GPU the memory query
+    does not list cannot be placed: an ERROR, never clean."""
+    index = {g["uuid"]: g["index"] for g in gpus}
+    stray = [a for a in apps if a["uuid"] not in index]
+    figures = {"processes": [{"gpu": index.get(a["uuid"]), "pid": a["pid"], "name": a["name"],
+                              "used_mib": a["used_mib"]} for a in apps],
+               "used_mib": {str(g["index"]): g["used_mib"] for g in gpus}, "max_used_mib": int(max_used_mib)}
+    if stray:
+        return verdict(ERROR, f"epilog: a process on GPU {stray[0]['uuid'][:24]} that the GPU list does not hold",
+                       figures)
+    if apps:
+        first = sorted(apps, key=lambda a: (index[a["uuid"]], a["pid"]))[0]
+        held = f"{first['used_mib']} MiB" if first["used_mib"] is not None else "memory"
+        more = f" (+{len(apps) - 1} more)" if len(apps) > 1 else ""
+        figures["short"] = (f"GPU{index[first['uuid']]}_pid_{first['pid']}_{held.replace(' ', '')}"
+                            + (f"_+{len(apps) - 1}" if len(apps) > 1 else ""))
+        return verdict(FAIL, f"epilog: GPU{index[first['uuid']]} pid {first['pid']} ({first['name']}) holds "
+                             f"{held}{more}", figures)
+    busy = [g for g in gpus if g["used_mib"] is not None and g["used_mib"] > int(max_used_mib)]
+    if busy:
+        first = busy[0]
+        figures["short"] = f"GPU{first['index']}_{first['used_mib']}MiB_used_no_process"
+        return verdict(FAIL, f"epilog: GPU{first['index']} {first['used_mib']} MiB in use with no process "
+                             f"(> {int(max_used_mib)} MiB)", figures)
+    return verdict(PASS, "", figures)
+
+
+def epilog_check(config: dict, runner: Runner, sleep=time.sleep) -> dict:
+    """Read the GPUs' processes and memory after a job, again each second while something is left (a process being
+    torn down) for up to ``grace`` seconds; the last reading decides. ``{verdict, reasons, checks}`` as ``check``."""
+    grace = max(0.0, float(config.get("grace", 10)))
+    started = runner.clock()
+    while True:
+        apps, error, rc = runner.parsed(config.get("apps_command") or APPS_COMMAND, parse_compute_apps, "epilog")
+        if error is None and rc not in (0, None):
+            error = verdict(ERROR, f"epilog: nvidia-smi --query-compute-apps exit {rc}")
+        gpus = None
+        if error is None:
+            gpus, error, rc = runner.parsed(config.get("memory_command") or MEMORY_COMMAND, parse_gpu_memory,
+                                            "epilog")
+            if error is None and rc not in (0, None):
+                error = verdict(ERROR, f"epilog: nvidia-smi --query-gpu exit {rc}")
+        result = error or leftover_verdict(apps, gpus, int(config.get("max_used_mib", EPILOG_MAX_USED_MIB)))
+        if result["verdict"] != FAIL or runner.clock() - started + 1 > grace or runner.left() < 2:
+            break
+        sleep(1)
+    reasons = [result["reason"]] if result["verdict"] != PASS else []
+    return {"verdict": result["verdict"], "reasons": reasons, "checks": {"epilog": result}}
 
 
 def xid_verdict(events: list[dict], seen: set, fatal: list[int]) -> dict:
@@ -349,10 +472,13 @@ def boot_id() -> str:
 def main(argv=None, stdin=None, stdout=None) -> int:
     """``check STATE_DIR`` (config JSON on stdin): print the drain reason and every finding, one per line, and
     exit 1 on a finding (0: healthy); the Xid lines it reports wait in STATE_DIR/xid-pending.json.
-    ``ack STATE_DIR``: those lines are acknowledged (the node is drained now, with the toolkit's reason)."""
+    ``ack STATE_DIR``: those lines are acknowledged (the node is drained now, with the toolkit's reason).
+    ``epilog`` (config JSON on stdin): the same contract for what a job left on the GPUs (``_epilog_main``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
+    if argv[:1] == ["epilog"] and len(argv) <= 2:
+        return _epilog_main(stdin, stdout, argv[1] if len(argv) == 2 else "")
     if len(argv) != 2 or argv[0] not in ("check", "ack"):
         stdout.write("gpufleet:gate,to=slurm,healthcheck:usage_check_or_ack_STATE_DIR\n")
         return 1
@@ -384,6 +510,32 @@ def main(argv=None, stdin=None, stdout=None) -> int:
     stdout.write(drain_reason(result["reasons"]) + "\n")
     for reason in result["reasons"]:
         stdout.write(reason + "\n")
+    return 1
+
+
+def _epilog_main(stdin, stdout, job="") -> int:
+    """``epilog [JOB]`` (config JSON on stdin: ``grace``, ``max_used_mib``, ``timeout``, ``apps_command``,
+    ``memory_command``; ``job`` there when not given): print the drain reason and the finding and exit 1 when the job
+    left something on the GPUs (0: clean)."""
+    try:
+        config = json.load(stdin)
+        if not isinstance(config, dict):
+            raise ValueError("the configuration is not a mapping")
+        result = epilog_check(config, Runner(float(config.get("timeout") or 20)))
+    except Exception as exc:  # any failure of the check itself is a finding, never clean
+        stdout.write(make_reason("gate", f"epilog:internal_error_{type(exc).__name__}", target="slurm") + "\n")
+        stdout.write(f"epilog: {type(exc).__name__}: {exc}\n")
+        return 1
+    if result["verdict"] == PASS:
+        return 0
+    # The reason is short (Slurm shows 96 characters of it): the job, the GPU and the figure; the process's name
+    # is in the finding's own line, which the program logs.
+    job = str(job or config.get("job") or "")
+    check_result = result["checks"]["epilog"]
+    short = (check_result.get("figures") or {}).get("short") or result["reasons"][0].removeprefix("epilog: ")
+    detail = f"epilog:job_{job}:{short}" if job.isdigit() else f"epilog:{short}"
+    stdout.write(make_reason("gate", detail, target="slurm") + "\n")
+    stdout.write(result["reasons"][0] + "\n")
     return 1
 
 

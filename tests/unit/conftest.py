@@ -145,15 +145,17 @@ def flat_tasks(items):
 
 
 HEALTHCHECK_TEMPLATE = ROOT / "roles/slurm_compute/templates/usr/local/sbin/gpufleet-healthcheck.j2"
+EPILOG_TEMPLATE = ROOT / "roles/slurm_compute/templates/usr/local/sbin/gpufleet-epilog.j2"
 
 
-def healthcheck_under_test(tmp, role_vars, scontrol_double):
-    """slurm_compute's health check program rendered by Ansible for gpu01 with role_vars, with a test double of
-    scontrol (scontrol_double, a shell script's text) first on the program's PATH: the one line rewritten."""
+def healthcheck_under_test(tmp, role_vars, scontrol_double, template=HEALTHCHECK_TEMPLATE):
+    """slurm_compute's health check program (or another of its node programs: *template*, such as the epilog)
+    rendered by Ansible for gpu01 with role_vars, with a test double of scontrol (scontrol_double, a shell script's
+    text) first on the program's PATH: the one line rewritten."""
     import stat
 
     plays = [{"hosts": "gpu01", "gather_facts": False, "vars": role_vars,
-              "tasks": [{"ansible.builtin.template": {"src": str(HEALTHCHECK_TEMPLATE),
+              "tasks": [{"ansible.builtin.template": {"src": str(template),
                                                       "dest": str(tmp / "gpufleet-healthcheck"), "mode": "0755"}}]}]
     inventory = {"all": {"hosts": {"gpu01": {"ansible_connection": "local",
                                              "ansible_python_interpreter": sys.executable}}}}
