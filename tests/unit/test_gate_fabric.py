@@ -2,13 +2,19 @@
 gate, the NCCL pair gate and GPUDirect RDMA on the pairs are on where the node's threshold profile has HCAs, off where
 it has none, on (the RDMA row an ERROR) where no profile can tell; an explicit true or false always wins."""
 
+import json
+import sys
+
 import pytest
+import yaml
 from ansible.module_utils.gate_fabric import fabric_defaults, fabric_nodes, fabric_pair_gdr, fabric_switch
+from conftest import ROOT, flat_tasks, run_cases, without_provenance
 from gate_rows import FilterModule as RowFilters
 
 H100 = "NVIDIA H100 80GB HBM3"
 GH200 = "NVIDIA GH200 480GB"
 L40S = "NVIDIA L40S"
+ROLE = ROOT / "roles" / "health_gate"
 SWITCH_VARS = {"rdma": "health_gate_rdma", "nccl_pairs": "health_gate_nccl_pairs",
                "require_gdr": "health_gate_nccl_require_gdr"}
 
@@ -194,3 +200,179 @@ def test_a_pair_requires_gdr_when_either_gated_node_does():
 def test_the_filters_are_exposed():
     assert RowFilters().filters()["gate_fabric"] is fabric_defaults
     assert {"gate_fabric_nodes", "gate_fabric_pair_gdr", "gate_fabric_switch"} <= set(RowFilters().filters())
+
+
+# ------------------------------------------------------------------------------------------- the role's wiring
+
+
+def _tasks(name):
+    return list(flat_tasks(yaml.safe_load((ROLE / "tasks" / name).read_text())))
+
+
+def test_the_switches_default_to_null_and_their_specs_take_any_value_the_filter_then_judges():
+    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+    spec = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    for var in SWITCH_VARS.values():
+        assert defaults[var] is None, var
+        assert (spec[var]["type"], spec[var]["default"]) == ("raw", None), var
+
+
+def test_main_decides_once_before_the_check_mode_summary_and_before_anything_changes():
+    tasks = _tasks("main.yml")
+    names = [t["name"] for t in tasks]
+    decide_at = names.index("Decide the fabric gates from the node's profile")
+    assert names.index("Assert the gate inputs") < decide_at < names.index("Show what the gate would run")
+    assert decide_at < names.index("Start the run")  # start.yml cleans up a killed run's reservations
+    fact = tasks[decide_at]["ansible.builtin.set_fact"]["__health_gate_fabric"]
+    for var in [*SWITCH_VARS.values(), "health_gate_profile", "health_gate_profiles", "health_gate_gpus",
+                "health_gate_gpu_count", "health_gate_rdma_expected_ports", "health_gate_rdma_devices"]:
+        assert var in fact, var
+    assert "gate_fabric(" in fact
+    shown = " ".join(tasks[names.index("Show what the gate would run")]["ansible.builtin.debug"]["msg"])
+    assert "__health_gate_fabric.rdma" in shown and "__health_gate_fabric.why" in shown
+    assert "health_gate_rdma |" not in shown and "health_gate_nccl_pairs |" not in shown
+
+
+def test_the_rdma_gate_runs_on_the_node_s_decision_and_the_pair_test_on_the_run_s():
+    tasks = {t["name"]: t for t in _tasks("main.yml")}
+    assert tasks["Gate the RDMA ports"]["when"] == "__health_gate_fabric.rdma"
+    assert tasks["Gate NCCL between node pairs through Slurm"]["when"] == "__health_gate_np_on"
+    start = {t["name"]: t for t in _tasks("start.yml")}["start | Decide the NCCL pair test for the run"]
+    assert start["run_once"] is True
+    decided = start["ansible.builtin.set_fact"]
+    assert "health_gate_controller is not none" in decided["__health_gate_np_on"]
+    assert "gate_fabric_nodes(hostvars, '__health_gate_fabric', 'nccl_pairs')" in decided["__health_gate_np_nodes"]
+    pairs = _tasks("nccl_pairs.yml")
+    paired = pairs[0]["ansible.builtin.set_fact"]["__health_gate_np_pairs"]
+    assert paired.lstrip().startswith("{{ __health_gate_np_nodes |")
+    assert pairs[-1]["when"] == "inventory_hostname in __health_gate_np_nodes"
+
+
+def test_an_explicit_pair_test_without_a_controller_still_fails_the_assert():
+    assert_task = _tasks("main.yml")[0]["ansible.builtin.assert"]
+    condition = next(c for c in assert_task["that"] if "health_gate_controller" in c)
+    assert "gate_fabric_switch('health_gate_nccl_pairs', inventory_hostname) is not true" in condition
+
+
+def test_the_pair_run_requires_gdr_by_the_pair_s_decision_and_the_single_run_does_not():
+    pair_run = next(t for t in _tasks("nccl_pair.yml") if "nccl_gate" in t)["nccl_gate"]
+    assert pair_run["mode"] == "pair"
+    assert pair_run["require_gdr"] == (
+        "{{ __health_gate_pair | gate_fabric_pair_gdr(hostvars, '__health_gate_fabric') }}")
+    single = next(t for t in _tasks("nccl.yml") if "nccl_gate" in t)["nccl_gate"]
+    assert single["mode"] == "single" and "require_gdr" not in single
+
+
+def test_the_rdma_row_is_the_decision_s_error_where_no_profile_could_tell():
+    tasks = _tasks("rdma.yml")
+    assert "rdma_gate" in tasks[0] and tasks[0]["when"] == "not __health_gate_fabric.error"
+    assert "__health_gate_fabric.error" in tasks[1]["ansible.builtin.set_fact"]["__health_gate_rows"]
+
+
+def test_the_container_labs_without_hcas_keep_their_fabric_gates_off():
+    # Their declared H100s select h100_sxm_x8 (2 of 8 GPUs, by model): without the explicit false the RDMA gate and,
+    # where Slurm runs, the NCCL pair test would run on containers with neither HCA nor nccl-tests.
+    labs = {"inventory/lab/group_vars/gpu_nodes/lab.yml": True,
+            "molecule/slurm_cluster/inventory/group_vars/gpu_nodes/lab.yml": True,
+            "molecule/slurm_policy/inventory/group_vars/gpu_nodes/lab.yml": True,
+            "molecule/pool_rebalance/inventory/group_vars/gpu_nodes/lab.yml": True,
+            "molecule/k8s_cluster/inventory/group_vars/gpu_nodes.yml": False}
+    for path, slurm in labs.items():
+        lab = yaml.safe_load((ROOT / path).read_text())
+        decision = fabric_defaults("lab", lab["gpu_discovery_override"], len(lab["gpu_discovery_override"]),
+                                   lab.get("health_gate_profile"), lab.get("health_gate_profiles"),
+                                   rdma=lab.get("health_gate_rdma"), nccl_pairs=lab.get("health_gate_nccl_pairs"))
+        assert decision["profile"] == "h100_sxm_x8" and decision["rdma"] is False, path
+        # k8s_cluster has no Slurm controller, so the pair test is off for the run whatever the profile says.
+        assert decision["nccl_pairs"] is (not slurm), path
+    # The health_gate lab names gh200_x4 (no ports) and asks for the pair test: as before issue 37.
+    lab = yaml.safe_load((ROOT / "molecule/health_gate/inventory/group_vars/gpu_nodes/health_gate.yml").read_text())
+    decision = fabric_defaults("lab", [{"name": "NVIDIA H100 80GB HBM3"}] * 2, 2, lab["health_gate_profile"],
+                               lab["health_gate_profiles"], nccl_pairs=lab["health_gate_nccl_pairs"])
+    assert (decision["rdma"], decision["nccl_pairs"], decision["require_gdr"]) == (False, True, False)
+
+
+# ------------------------------------------------------------------------------------------- the role, run
+
+
+NODES = {
+    "fab-h100": {"gpu_discovery_gpus": gpus(H100, 8), "gpu_discovery_count": 8},
+    "fab-gh200": {"gpu_discovery_gpus": gpus(GH200, 4), "gpu_discovery_count": 4},
+    "fab-l40s": {"gpu_discovery_gpus": gpus(L40S, 4), "gpu_discovery_count": 4},
+    "fab-h100-off": {"gpu_discovery_gpus": gpus(H100, 8), "gpu_discovery_count": 8,
+                     "health_gate_nccl_pairs": "false", "health_gate_nccl_require_gdr": False},
+}
+
+
+def _inventory(nodes):
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    return {"all": {"children": {"gpu_nodes": {"hosts": {n: dict(local, **v) for n, v in nodes.items()}}}}}
+
+
+def test_check_mode_shows_each_node_s_fabric_gates_and_a_bad_switch_fails_naming_host_and_variable(tmp_path):
+    nodes = dict(NODES, **{"fab-bad": {"gpu_discovery_gpus": gpus(H100, 8), "gpu_discovery_count": 8,
+                                       "health_gate_rdma": "yes"}})
+    play = [{"hosts": "gpu_nodes", "gather_facts": False,
+             "roles": [{"role": "health_gate", "health_gate_controller": "ctl1"}]}]
+    run = run_cases(tmp_path, play, _inventory(nodes), "--check", timeout=120)
+
+    def shown(host):
+        msg = next(r["msg"] for r in run.hosts[host]["results"] if r["task"].endswith("Show what the gate would run"))
+        return dict(line.split(": ", 1) for line in msg[1:-1])
+
+    h100 = shown("fab-h100")
+    assert h100["rdma"] == "True, tcp pairs (iperf3): True"
+    assert h100["nccl pairs through Slurm"].endswith("all_reduce_perf -b 8 -e 8G -f 2 -g 1, GPUDirect RDMA required")
+    assert h100["fabric gates"] == "profile h100_sxm_x8 rdma_ports 8: HCAs, so the fabric gates are on"
+    gh200 = shown("fab-gh200")
+    assert gh200["rdma"].startswith("False,") and gh200["nccl pairs through Slurm"] == "False"
+    l40s = shown("fab-l40s")
+    assert l40s["rdma"].startswith("True (an ERROR row, not run: rdma: cannot tell whether fab-l40s has HCAs")
+    assert "fails closed" in l40s["fabric gates"]
+    off = shown("fab-h100-off")
+    assert off["rdma"].startswith("True,") and off["nccl pairs through Slurm"] == "False"
+    assert off["fabric gates"].endswith(
+        "set in the inventory: health_gate_nccl_pairs: false, health_gate_nccl_require_gdr: false")
+    # The bad value stops that node at the decision, before the summary and before anything could change.
+    assert run.failed("fab-bad") and not run.failed("fab-h100", "fab-gh200", "fab-l40s", "fab-h100-off")
+    assert "host fab-bad: health_gate_rdma must be true, false or null" in run.messages("fab-bad")
+    assert [r["task"] for r in run.hosts["fab-bad"]["results"]][-1].endswith(
+        "Decide the fabric gates from the node's profile")
+
+
+def test_an_explicit_pair_test_without_a_controller_fails_and_a_profile_s_is_off(tmp_path):
+    nodes = {"fab-h100": NODES["fab-h100"],
+             "fab-asked": dict(NODES["fab-gh200"], health_gate_nccl_pairs="true")}
+    play = [{"hosts": "gpu_nodes", "gather_facts": False,
+             "roles": [{"role": "health_gate", "health_gate_controller": None}]}]
+    run = run_cases(tmp_path, play, _inventory(nodes), "--check", timeout=120)
+    assert run.failed("fab-asked") and "health_gate_nccl_pairs: true needs a Slurm controller" in run.messages(
+        "fab-asked")
+    assert not run.failed("fab-h100")
+    msg = next(r["msg"] for r in run.hosts["fab-h100"]["results"] if r["task"].endswith("Show what the gate would run"))
+    assert "nccl pairs through Slurm: False" in msg
+
+
+def test_the_gate_runs_the_rdma_gate_on_an_hca_node_and_holds_a_node_with_no_profile(tmp_path):
+    # A real run without Slurm: the H100 node's RDMA gate reads a real ibstat capture of an 8x NDR400 H100 node and
+    # passes; the GH200 node gets no RDMA row; the L40S node, with no profile, is an ERROR on the RDMA row.
+    ibstat = tmp_path / "ibstat.txt"
+    capture = ROOT / "tests" / "fixtures" / "ibstat_h100_8x_ndr400_all_active_gpud.txt"
+    ibstat.write_text(without_provenance(capture.read_text()))
+    nodes = {n: dict(NODES[n], cluster_gpu_count=NODES[n]["gpu_discovery_count"])
+             for n in ("fab-h100", "fab-gh200", "fab-l40s")}
+    play = [{"hosts": "gpu_nodes", "gather_facts": False, "roles": [{
+        "role": "health_gate", "health_gate_controller": None, "health_gate_gpu_checks": ["inventory"],
+        "health_gate_tcp": False, "health_gate_nccl": False, "health_gate_retries": 0,
+        "health_gate_rdma_status_command": ["cat", str(ibstat)],
+        "health_gate_report_dir": str(tmp_path / "reports")}]}]
+    run = run_cases(tmp_path, play, _inventory(nodes), "-e", "health_gate_run_id=fabric", timeout=300)
+    assert not run.failed(*nodes), run.out[-4000:]
+    report = json.loads((tmp_path / "reports" / "gate-fabric.json").read_text())
+    rdma = {row["node"]: row for row in report["rows"] if row["gate"] == "rdma"}
+    assert sorted(rdma) == ["fab-h100", "fab-l40s"]
+    assert rdma["fab-h100"]["verdict"] == "PASS"
+    assert rdma["fab-l40s"]["verdict"] == "ERROR"
+    assert rdma["fab-l40s"]["reason"].startswith("rdma: cannot tell whether fab-l40s has HCAs: no threshold profile")
+    verdicts = {name: row["verdict"] for name, row in report["nodes"].items()}
+    assert verdicts == {"fab-h100": "PASS", "fab-gh200": "PASS", "fab-l40s": "ERROR"}
