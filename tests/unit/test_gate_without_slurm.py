@@ -22,9 +22,11 @@ def test_the_gate_judges_nodes_with_no_slurm_controller(tmp_path):
             "gpu_discovery_gpus": H100, "gpu_discovery_count": 2}
     inventory = {"all": {"children": {"gpu_nodes": {"hosts": {
         "kgpu1": node, "kgpu2": dict(node, health_gate_gpu_expected_model="^NVIDIA H200")}}}}}
+    # The local nodes have no HCA: their H100s select h100_sxm_x8, whose fabric ports turn the RDMA gate on by profile.
     play = [{"hosts": "gpu_nodes", "gather_facts": False, "roles": [{
         "role": "health_gate", "health_gate_controller": None, "health_gate_gpu_checks": ["inventory"],
-        "health_gate_tcp": False, "health_gate_nccl": False, "health_gate_report_dir": str(tmp_path / "reports")}]}]
+        "health_gate_tcp": False, "health_gate_nccl": False, "health_gate_rdma": False,
+        "health_gate_report_dir": str(tmp_path / "reports")}]}]
     # gate.yml's second gate play (the Kubernetes pool's) in the same run, under an operator's fixed run id: its
     # report must not overwrite the first play's (before, both wrote gate-<run>.json and the last one won)
     play.append(dict(play[0], hosts="kgpu1", roles=[dict(play[0]["roles"][0], health_gate_pool="k8s")]))
