@@ -285,6 +285,10 @@ def _record_view(record, view, now):
     if now is not None and record["epoch"] > now:
         return _unknown_view(f"fleet record of run {record['run_id']} is dated in the future ({record['at']})",
                              None, record["source"])
+    # A view the reports made UNKNOWN (a report dated in the future, an unreadable newer one) stays so unless the
+    # record is shown to be newer than what made it unknown: an older record never turns it into a verdict.
+    if view is not None and view["verdict"] == "UNKNOWN" and (view["at"] is None or view["at"] >= record["epoch"]):
+        return view
     if view is not None and view["run_id"] == record["run_id"]:
         if view["verdict"] != record["verdict"]:
             return _unknown_view(f"report {view['source']} says {view['verdict']}, the {record['source']} of the "

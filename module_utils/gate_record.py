@@ -4,7 +4,8 @@ The gate's report (``reports/gate-<run>.json``) is the detail and stays on the c
 itself, its run id and its time are written where any controller (a second one, an AWX job on a fresh checkout)
 reads them:
 
-* Slurm: the node's ``Comment`` (or ``Extra``; ``health_gate_verdict_slurm_field``), one token without spaces::
+* Slurm: the node's ``Comment`` (``health_gate_verdict_slurm_field``; not ``Extra``, which slurmd sets from the
+  node since Slurm 23.11), one token without spaces::
 
       gpufleet:verdict=FAIL,run=20261128T181000,at=20261128T181502Z,gate=nccl
 
@@ -36,9 +37,12 @@ LABEL_AT = LABEL_PREFIX + "at"
 LABEL_FAILED = LABEL_PREFIX + "failed"
 LABELS = (LABEL_VERDICT, LABEL_RUN, LABEL_AT, LABEL_FAILED)
 VERDICTS = ("PASS", "FAIL", "ERROR")
-SLURM_FIELDS = ("comment", "extra")
+# Only Comment: since Slurm 23.11 slurmd sets its node's Extra at registration (slurmd --extra), so a node could
+# write a record of its own there. Comment is set by Slurm's administrator alone.
+SLURM_FIELDS = ("comment",)
 
-_RUN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
+# A reason token (node_reason) that is also a Kubernetes label value: letters or digits at both ends.
+_RUN_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,38}[A-Za-z0-9])?$")
 _AT_RE = re.compile(r"^\d{8}T\d{6}Z$")
 _GATE_RE = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
 
@@ -69,7 +73,8 @@ def make_record(verdict, run_id, at, gate=None):
     if verdict not in VERDICTS:
         raise RecordError(f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
     if not isinstance(run_id, str) or not _RUN_RE.match(run_id):
-        raise RecordError(f"run id {run_id!r} must be letters, digits, '.', '_' or '-' (at most 40)")
+        raise RecordError(f"run id {run_id!r} must be letters, digits, '.', '_' or '-', begin and end with a letter "
+                          "or digit (a Kubernetes label value), at most 40")
     at_epoch(at)
     gate = None if verdict == "PASS" or gate in (None, "", "all") else gate
     if gate is not None and (not isinstance(gate, str) or not _GATE_RE.match(gate)):

@@ -30,15 +30,18 @@ def _serving(view):
     return isinstance(view, dict) and "slurm" in (view.get("schedulers") or [])
 
 
-def _record_age(view, field, now):
-    """Seconds since the node's recorded verdict; None when it has no readable record (re-gated first)."""
+def _record_rank(view, field, now):
+    """The node's place in the queue, smallest first: ``(0, 0)`` no verdict record at all (never gated, or a broken
+    record of ours), ``(1, -age)`` a record (the oldest first), ``(2, 0)`` an admin's note in the field (no age to
+    know; after the recorded nodes, so a note never takes every run's share)."""
+    text = (view or {}).get(field)
     try:
-        record = parse_slurm_text((view or {}).get(field))
+        record = parse_slurm_text(text)
     except RecordError:
-        return None
-    if record is None:
-        return None
-    return max(0, now - at_epoch(record["at"]))
+        return (0, 0)
+    if record is not None:
+        return (1, -max(0, now - at_epoch(record["at"])))
+    return (0, 0) if text in (None, "") else (2, 0)
 
 
 def regate_pick(views, nodes, fraction, min_in_service, now, field="comment"):
@@ -47,9 +50,9 @@ def regate_pick(views, nodes, fraction, min_in_service, now, field="comment"):
     *views*: ``slurm_node_info`` nodes (node_view with ``state``, ``flags``, ``busy``, ``comment``); *nodes*: the
     Slurm pool's GPU nodes the run may consider; *fraction* (0 < f <= 1) of them is the most one run takes (at least
     one); *min_in_service*: the pool's minimum. A node is picked only when it is in service (Slurm places jobs on it),
-    idle (state IDLE, no job, no flag that makes it someone else's) and healthy; among those the oldest recorded
-    verdicts first (no record first), then by name. The pick never leaves fewer than *min_in_service* nodes in
-    service.
+    idle (state IDLE, no job, no flag that makes it someone else's) and healthy; among those the nodes with no record
+    first, then the oldest recorded verdicts, then nodes whose field holds an admin's note, each by name. The pick
+    never leaves fewer than *min_in_service* nodes in service.
 
     Work at risk: running jobs, the pool's minimum, an admin's drain or reservation. Refused: a node with a job, in a
     reservation or drained is never picked; the count is capped at in service minus the minimum; reading a node that
@@ -82,11 +85,10 @@ def regate_pick(views, nodes, fraction, min_in_service, now, field="comment"):
         elif not view.get("healthy"):
             skipped.append({"node": name, "why": "not healthy"})
         else:
-            eligible.append((_record_age(view, field, now), name))
+            eligible.append((_record_rank(view, field, now), name))
     share = max(1, math.ceil(fraction * len(names))) if names else 0
     allowed = max(0, min(share, len(in_service) - min_in_service))
-    # Oldest first: no record (None) before any age, then the largest age, then the name.
-    eligible.sort(key=lambda item: (item[0] is not None, -(item[0] or 0), item[1]))
+    eligible.sort()
     pick = [name for _age, name in eligible[:allowed]]
     for _age, name in eligible[allowed:]:
         skipped.append({"node": name, "why": f"beyond this run's share ({allowed}: fraction {fraction}, "

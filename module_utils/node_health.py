@@ -85,7 +85,9 @@ SEEN_KEEP = 2000
 # The epilog (``epilog``): compute processes left on the GPUs when a job ended, and GPU memory still in use.
 # nvidia-smi(1) --help-query-compute-apps; the header prints used_memory as "used_gpu_memory [MiB]".
 APPS_COMMAND = ["nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv"]
-MEMORY_COMMAND = ["nvidia-smi", "--query-gpu=index,uuid,memory.used", "--format=csv"]
+MEMORY_COMMAND = ["nvidia-smi", "--query-gpu=index,uuid,pci.bus_id,memory.used", "--format=csv"]
+# The driver's own record of each GPU: its directory is the PCI address, "Device Minor:" its /dev/nvidiaN.
+NVIDIA_PROC_GPUS = "/proc/driver/nvidia/gpus"
 # Memory a GPU with no compute process may show as used after a job and still be clean (MiB). An idle H100 reads
 # memory.used 0 MiB (its 479 MiB driver reserve is the separate memory.reserved field;
 # tests/fixtures/nvidia_smi_query_gpu_h100_80gb_590.48.01_healthy_exporter.txt); more than this with no process is
@@ -177,9 +179,10 @@ def parse_xids(text: str, boot: str = "") -> list[dict]:
     return events
 
 
-def _csv_table(text: str, fields: tuple, what: str) -> list[dict]:
+def _csv_table(text: str, fields: tuple, what: str, optional: tuple = ()) -> list[dict]:
     """Rows of an ``nvidia-smi --format=csv`` table as ``{field: cell}``, columns found by the header's names (units
-    in brackets dropped). A header without one of *fields* or a row of another length raises ParseError."""
+    in brackets dropped); *optional* fields are read where the header has them. A header without one of *fields* or
+    a row of another length raises ParseError."""
     check_driver(text)
     rows = [row for row in csv.reader((text or "").splitlines(), skipinitialspace=True) if row]
     if not rows:
@@ -193,7 +196,7 @@ def _csv_table(text: str, fields: tuple, what: str) -> list[dict]:
         cells = [cell.strip() for cell in row]
         if len(cells) != len(header):
             raise ParseError(f"{what}: a row has {len(cells)} fields, the header {len(header)}")
-        out.append({field: cells[header.index(field)] for field in fields})
+        out.append({field: cells[header.index(field)] for field in (*fields, *optional) if field in header})
     return out
 
 
@@ -220,27 +223,78 @@ def parse_compute_apps(text: str) -> list[dict]:
     return apps
 
 
+def _bus(text) -> str:
+    """A PCI address as the driver's /proc names it: 4-digit domain, lower case (nvidia-smi prints 8 digits)."""
+    text = str(text or "").strip().lower()
+    domain, sep, rest = text.partition(":")
+    return f"{domain[-4:]}:{rest}" if sep and len(domain) > 4 else text
+
+
 def parse_gpu_memory(text: str) -> list[dict]:
-    """``nvidia-smi --query-gpu=index,uuid,memory.used --format=csv``: ``[{index, uuid, used_mib}]``; a header with no
-    GPU raises ParseError (the node has GPUs, or the epilog would not ask)."""
+    """``nvidia-smi --query-gpu=index,uuid[,pci.bus_id],memory.used --format=csv``: ``[{index, uuid, bus, used_mib}]``
+    (``bus`` "" without the column); a header with no GPU raises ParseError (the node has GPUs, or the epilog would not
+    ask)."""
     gpus = []
-    for row in _csv_table(text, ("index", "uuid", "memory.used"), "nvidia-smi --query-gpu"):
+    for row in _csv_table(text, ("index", "uuid", "memory.used"), "nvidia-smi --query-gpu", optional=("pci.bus_id",)):
+        bus = _bus(row.get("pci.bus_id"))
         index = count(row["index"], "nvidia-smi --query-gpu: index")
         used = row["memory.used"]
         if used.startswith("[") and used not in _NOT_SUPPORTED:
             raise FaultSeen(f"GPU{index} memory.used reads {used}")
-        gpus.append({"index": index, "uuid": row["uuid"], "used_mib": _mib(used, f"GPU{index} memory.used")})
+        gpus.append({"index": index, "uuid": row["uuid"], "bus": bus,
+                     "used_mib": _mib(used, f"GPU{index} memory.used")})
     if not gpus:
         raise ParseError("nvidia-smi --query-gpu: a header and no GPU")
     return gpus
 
 
-def leftover_verdict(apps: list[dict], gpus: list[dict], max_used_mib: int = EPILOG_MAX_USED_MIB) -> dict:
+def read_minors(root=NVIDIA_PROC_GPUS) -> dict:
+    """``{pci address: minor}`` from the driver's /proc records ({} where there are none: no driver, a lab)."""
+    minors = {}
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return {}
+    for entry in entries:
+        try:
+            with open(os.path.join(root, entry, "information"), encoding="ascii", errors="replace") as handle:
+                for line in handle:
+                    key, _sep, value = line.partition(":")
+                    if key.strip() == "Device Minor" and value.strip().isdigit():
+                        minors[_bus(entry)] = int(value.strip())
+        except OSError:
+            continue
+    return minors
+
+
+def job_gpus(gpus: list[dict], ids, minors=None) -> list[dict]:
+    """The GPUs of the job: Slurm's GPU ids (SLURM_JOB_GPUS) are the positions of the node's GPUs in gres.conf, which
+    lists them by device minor (module_utils/gres.py; AutoDetect=nvml orders them the same), so each id is the rank of
+    a minor. The minors come from the driver (*minors*, by PCI address); where it has none for every GPU, nvidia-smi's
+    index stands for it (PCI order, as the driver numbers minors). An id beyond the node's GPUs raises ParseError."""
+    minors = minors or {}
+    known = all(g.get("bus") and g["bus"] in minors for g in gpus)
+    ranked = sorted(gpus, key=lambda g: (minors[g["bus"]] if known else g["index"], g["index"]))
+    picked = []
+    for gpu_id in ids:
+        if not 0 <= gpu_id < len(ranked):
+            raise ParseError(f"SLURM_JOB_GPUS names GPU {gpu_id}, the node has {len(ranked)}")
+        picked.append(ranked[gpu_id])
+    return picked
+
+
+def leftover_verdict(apps: list[dict], gpus: list[dict], max_used_mib: int = EPILOG_MAX_USED_MIB,
+                     only=None) -> dict:
     """FAIL when a compute process is still on a GPU after the job, or a GPU with no process still has more than
-    *max_used_mib* in use; the reason names the GPU, the process and the figure. A process on a GPU the memory query
-    does not list cannot be placed: an ERROR, never clean."""
+    *max_used_mib* in use; the reason names the GPU, the process and the figure. *only* (the job's GPUs, job_gpus)
+    limits both to the job's own GPUs: another job's processes on a shared node are that job's. A process on a GPU the
+    memory query does not list cannot be placed: an ERROR, never clean."""
     index = {g["uuid"]: g["index"] for g in gpus}
     stray = [a for a in apps if a["uuid"] not in index]
+    if only is not None and not stray:
+        mine = {g["uuid"] for g in only}
+        apps = [a for a in apps if a["uuid"] in mine]
+        gpus = [g for g in gpus if g["uuid"] in mine]
     figures = {"processes": [{"gpu": index.get(a["uuid"]), "pid": a["pid"], "name": a["name"],
                               "used_mib": a["used_mib"]} for a in apps],
                "used_mib": {str(g["index"]): g["used_mib"] for g in gpus}, "max_used_mib": int(max_used_mib)}
@@ -264,7 +318,7 @@ def leftover_verdict(apps: list[dict], gpus: list[dict], max_used_mib: int = EPI
     return verdict(PASS, "", figures)
 
 
-def epilog_check(config: dict, runner: Runner, sleep=time.sleep) -> dict:
+def epilog_check(config: dict, runner: Runner, sleep=time.sleep, ids=None, minors=None) -> dict:
     """Read the GPUs' processes and memory after a job, again each second while something is left (a process being
     torn down) for up to ``grace`` seconds; the last reading decides. ``{verdict, reasons, checks}`` as ``check``."""
     grace = max(0.0, float(config.get("grace", 10)))
@@ -279,7 +333,13 @@ def epilog_check(config: dict, runner: Runner, sleep=time.sleep) -> dict:
                                             "epilog")
             if error is None and rc not in (0, None):
                 error = verdict(ERROR, f"epilog: nvidia-smi --query-gpu exit {rc}")
-        result = error or leftover_verdict(apps, gpus, int(config.get("max_used_mib", EPILOG_MAX_USED_MIB)))
+        if error is None and ids is not None:
+            try:
+                only = job_gpus(gpus, ids, minors)
+            except ParseError as exc:
+                error = verdict(ERROR, f"epilog: {exc}")
+        result = error or leftover_verdict(apps, gpus, int(config.get("max_used_mib", EPILOG_MAX_USED_MIB)),
+                                           only if ids is not None else None)
         if result["verdict"] != FAIL or runner.clock() - started + 1 > grace or runner.left() < 2:
             break
         sleep(1)
@@ -477,8 +537,8 @@ def main(argv=None, stdin=None, stdout=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
-    if argv[:1] == ["epilog"] and len(argv) <= 2:
-        return _epilog_main(stdin, stdout, argv[1] if len(argv) == 2 else "")
+    if argv[:1] == ["epilog"] and len(argv) <= 3:
+        return _epilog_main(stdin, stdout, argv[1] if len(argv) >= 2 else "", argv[2] if len(argv) == 3 else None)
     if len(argv) != 2 or argv[0] not in ("check", "ack"):
         stdout.write("gpufleet:gate,to=slurm,healthcheck:usage_check_or_ack_STATE_DIR\n")
         return 1
@@ -513,15 +573,23 @@ def main(argv=None, stdin=None, stdout=None) -> int:
     return 1
 
 
-def _epilog_main(stdin, stdout, job="") -> int:
-    """``epilog [JOB]`` (config JSON on stdin: ``grace``, ``max_used_mib``, ``timeout``, ``apps_command``,
+def _epilog_main(stdin, stdout, job="", gpus=None) -> int:
+    """``epilog [JOB [GPUS]]`` (config JSON on stdin: ``grace``, ``max_used_mib``, ``timeout``, ``apps_command``,
     ``memory_command``; ``job`` there when not given): print the drain reason and the finding and exit 1 when the job
-    left something on the GPUs (0: clean)."""
+    left something on its GPUs (0: clean). GPUS is Slurm's SLURM_JOB_GPUS ("0,1"): only those GPUs are judged; "none"
+    (the job had no GPU) judges nothing; without it every GPU of the node is judged."""
     try:
         config = json.load(stdin)
         if not isinstance(config, dict):
             raise ValueError("the configuration is not a mapping")
-        result = epilog_check(config, Runner(float(config.get("timeout") or 20)))
+        ids = None
+        if gpus is not None:
+            if gpus in ("", "none"):
+                return 0
+            if not re.match(r"^\d+(,\d+)*$", gpus):
+                raise ValueError(f"SLURM_JOB_GPUS {gpus[:40]!r} is not a list of GPU ids")
+            ids = [int(x) for x in gpus.split(",")]
+        result = epilog_check(config, Runner(float(config.get("timeout") or 20)), ids=ids, minors=read_minors())
     except Exception as exc:  # any failure of the check itself is a finding, never clean
         stdout.write(make_reason("gate", f"epilog:internal_error_{type(exc).__name__}", target="slurm") + "\n")
         stdout.write(f"epilog: {type(exc).__name__}: {exc}\n")

@@ -8,14 +8,17 @@ when a job's processes outlive it.
 import io
 import json
 
+import pytest
 from ansible.module_utils.gate import ERROR, FAIL, PASS, ParseError
 from ansible.module_utils.node_health import (
     Runner,
     epilog_check,
+    job_gpus,
     leftover_verdict,
     main,
     parse_compute_apps,
     parse_gpu_memory,
+    read_minors,
 )
 
 APPS_LOAD = "nvidia_smi_query_compute_apps_h100_80gb_590.48.01_load_exporter.txt"
@@ -34,7 +37,8 @@ def test_the_real_load_capture_reads_three_processes_and_the_idle_one_none(fixtu
 
 def test_the_real_gpu_captures_read_memory_used(fixture_output):
     idle = parse_gpu_memory(fixture_output(GPU_IDLE))
-    assert idle == [{"index": 0, "uuid": "GPU-00000000-0000-0000-0000-000000000000", "used_mib": 0}]
+    assert idle == [{"index": 0, "uuid": "GPU-00000000-0000-0000-0000-000000000000", "bus": "0000:00:09.0",
+                     "used_mib": 0}]
     assert parse_gpu_memory(fixture_output(GPU_LOAD))[0]["used_mib"] > 1024
 
 
@@ -127,3 +131,48 @@ def test_the_job_comes_from_the_command_line_and_only_a_number_is_named(fixture_
         out = io.StringIO()
         assert main(["epilog", job], stdin=io.StringIO('{"grace": 0}'), stdout=out) == 1
         assert out.getvalue().startswith(f"gpufleet:gate,to=slurm,{head}_pid_11327")
+
+
+def two_gpus(fixture_output, second_used=0):
+    """The real idle H100 row and a second GPU (index 1, its own uuid and address) built from it: a node of two."""
+    gpu = parse_gpu_memory(fixture_output(GPU_IDLE))[0]
+    return [gpu, dict(gpu, index=1, uuid="GPU-11111111-0000-0000-0000-000000000000", bus="0000:00:0a.0",
+                      used_mib=second_used)]
+
+
+def test_on_a_shared_node_only_the_jobs_own_gpus_are_judged(fixture_output):
+    """Job A (GPU id 1) ends while job B's processes run on GPU0: A's epilog leaves the node in service."""
+    apps = parse_compute_apps(fixture_output(APPS_LOAD))  # on GPU0
+    gpus = two_gpus(fixture_output)
+    assert leftover_verdict(apps, gpus, only=job_gpus(gpus, [1]))["verdict"] == PASS
+    assert leftover_verdict(apps, gpus, only=job_gpus(gpus, [0]))["verdict"] == FAIL
+    assert leftover_verdict(apps, gpus)["verdict"] == FAIL
+
+
+def test_slurm_gpu_ids_are_ranks_of_the_device_minors_where_the_driver_gives_them(fixture_output):
+    gpus = two_gpus(fixture_output)
+    # The driver numbered the second GPU (by PCI order) minor 0: Slurm's id 0 is that GPU.
+    minors = {"0000:00:09.0": 1, "0000:00:0a.0": 0}
+    assert [g["index"] for g in job_gpus(gpus, [0], minors)] == [1]
+    assert [g["index"] for g in job_gpus(gpus, [0])] == [0]
+    with pytest.raises(ParseError, match="names GPU 2"):
+        job_gpus(gpus, [2])
+
+
+def test_the_driver_minors_are_read_from_proc(tmp_path):
+    for bus, minor in (("0000:3b:00.0", 0), ("0000:86:00.0", 1)):
+        (tmp_path / bus).mkdir()
+        (tmp_path / bus / "information").write_text(f"Model: \t\t NVIDIA H100 80GB HBM3\nDevice Minor: \t {minor}\n")
+    assert read_minors(str(tmp_path)) == {"0000:3b:00.0": 0, "0000:86:00.0": 1}
+    assert read_minors(str(tmp_path / "none")) == {}
+
+
+def test_a_job_without_gpus_is_not_judged_and_bad_ids_are_a_finding(fixture_output, monkeypatch):
+    reads = Readings([fixture_output(APPS_LOAD)], [fixture_output(GPU_LOAD)])
+    monkeypatch.setattr("ansible.module_utils.node_health._run", reads.run)
+    monkeypatch.setattr("ansible.module_utils.node_health.shutil.which", reads.which)
+    out = io.StringIO()
+    assert main(["epilog", "7", "none"], stdin=io.StringIO('{"grace": 0}'), stdout=out) == 0
+    assert reads.calls == []
+    assert main(["epilog", "7", "0;rm"], stdin=io.StringIO('{"grace": 0}'), stdout=out) == 1
+    assert main(["epilog", "7", "0"], stdin=io.StringIO('{"grace": 0}'), stdout=out) == 1

@@ -52,13 +52,15 @@ def node(tmp_path):
             "memory": ["sh", "-c", f'exec {replay} "$(cat {tmp_path}/memory)"']}},
         SCONTROL_DOUBLE, template=EPILOG_TEMPLATE)
 
-    def run(apps, memory, show, job="4242"):
+    def run(apps, memory, show, job="4242", gpus="0"):
         (tmp_path / "apps").write_text(apps)
         (tmp_path / "memory").write_text(memory)
         (tmp_path / "show").write_text(show + "\n")
         updates = tmp_path / "updates"
         updates.unlink(missing_ok=True)
         env = dict(os.environ, HC_SHOW=str(tmp_path / "show"), HC_UPDATES=str(updates), SLURM_JOB_ID=job)
+        if gpus is not None:
+            env["SLURM_JOB_GPUS"] = gpus
         done = subprocess.run([str(program)], env=env, capture_output=True, text=True, timeout=60, check=False)
         return done.returncode, updates.read_text().splitlines() if updates.exists() else []
 
@@ -96,3 +98,10 @@ def test_the_declared_path_of_the_job_is_removed_and_no_other(node, tmp_path):
     assert node(APPS_IDLE, GPU_IDLE, COMPLETING, job="") == (0, [])
     assert node(APPS_IDLE, GPU_IDLE, COMPLETING, job="../x") == (0, [])
     assert (scratch / "job-99").exists()
+
+
+def test_a_job_without_gpus_leaves_another_jobs_processes_alone(node):
+    """Slurm sets SLURM_JOB_GPUS for a job with GPUs only: a CPU job ending on a node where another job runs on the
+    GPU drains nothing."""
+    assert node(APPS_LOAD, GPU_LOAD, COMPLETING, gpus=None) == (0, [])
+    assert node(APPS_LOAD, GPU_LOAD, COMPLETING, gpus="") == (0, [])

@@ -540,5 +540,15 @@ def test_the_k8s_labels_are_read_and_must_agree_with_slurm_on_one_run():
 
 
 def test_the_verdict_field_is_checked():
-    with pytest.raises(FleetSummaryError, match="comment, extra"):
+    with pytest.raises(FleetSummaryError, match="must be one of comment"):
         build_summary(NODES, slurm=slurm_result(), now=NOW, cluster="gpulab", verdict_field="notes")
+
+
+def test_an_older_record_never_turns_an_unknown_view_into_a_verdict():
+    """A report dated in the future that names the node makes it UNKNOWN; an older PASS record leaves it so."""
+    future = with_cluster("gate_report_lab_pass.json.txt", "gpulab")
+    future["text"] = future["text"].replace("20261123T205724", "20301123T205724")
+    old = "gpufleet:verdict=PASS,run=r-old,at=20261115T000000Z"
+    gate = by_name(build_summary(NODES, slurm=slurm_result(with_comment("gpu03", old)), now=NOW, cluster="gpulab",
+                                 gate_reports=[future]))["gpu03"]["gate"]
+    assert gate["verdict"] == "UNKNOWN"

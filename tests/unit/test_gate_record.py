@@ -91,13 +91,22 @@ def test_the_writer_keeps_an_admins_note_and_replaces_only_its_own_record():
     assert {row["text"] for row in plan} == {f"gpufleet:verdict=PASS,run=r1,at={AT}"}
 
 
-def test_the_writer_reads_the_field_it_writes():
+def test_the_writer_uses_comment_only_never_extra_which_a_node_sets_itself():
+    """Since Slurm 23.11 slurmd sets its node's Extra at registration (slurmd --extra): a record there could be the
+    node's own, so neither the writer nor the reader takes that field."""
     verdicts = {"gpu01": gate_verdict([dict(FAIL_ROW, verdict="PASS")])}
-    extra_held = {"gpu01": {"comment": None, "extra": "json please"}}
-    assert slurm_record_writes(verdicts, extra_held, "r1", AT, field="extra")[0]["action"] == "skip"
+    extra_held = {"gpu01": {"comment": None, "extra": "gpufleet:verdict=PASS,run=r0,at=" + AT}}
     assert slurm_record_writes(verdicts, extra_held, "r1", AT, field="comment")[0]["action"] == "write"
-    with pytest.raises(RecordError, match="health_gate_verdict_slurm_field"):
-        slurm_record_writes(verdicts, extra_held, "r1", AT, field="reason")
+    for field in ("extra", "reason"):
+        with pytest.raises(RecordError, match="health_gate_verdict_slurm_field"):
+            slurm_record_writes(verdicts, extra_held, "r1", AT, field=field)
+    assert fleet_record(extra_held["gpu01"], {}) is None
+
+
+@pytest.mark.parametrize("run_id", ["night-", "r.", "_r", "-r"])
+def test_a_run_id_that_is_no_kubernetes_label_value_is_refused_before_anything_is_written(run_id):
+    with pytest.raises(RecordError, match="run id"):
+        slurm_text({"verdict": "PASS", "run_id": run_id, "at": AT})
 
 
 def test_the_fleet_record_is_the_newer_of_the_two_stores():

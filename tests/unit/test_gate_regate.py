@@ -98,3 +98,9 @@ def test_the_playbook_reserves_gates_single_node_only_through_slurm_and_releases
     plan = (ROOT / "roles/health_gate/tasks/regate_plan.yml").read_text()
     # Without IGNORE_JOBS Slurm refuses a reservation on a node with a job: the live guard of the pick.
     assert "Flags=MAINT" in plan and "IGNORE_JOBS" not in plan.upper().replace("WITHOUT IGNORE_JOBS", "")
+
+
+def test_an_admins_note_in_the_comment_goes_after_the_recorded_nodes_never_first():
+    v = views([("IDLE", "rack B12, see ticket 7"), ("IDLE", record("20261101T000000Z")), ("IDLE", None)])
+    assert regate_pick(v, ["gpu05", "gpu06", "gpu07"], 1.0, 0, NOW)["pick"] == ["gpu07", "gpu06", "gpu05"]
+    assert regate_pick(v, ["gpu05", "gpu06", "gpu07"], 0.3, 0, NOW)["pick"] == ["gpu07"]
