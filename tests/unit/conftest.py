@@ -148,6 +148,34 @@ HEALTHCHECK_TEMPLATE = ROOT / "roles/slurm_compute/templates/usr/local/sbin/gpuf
 EPILOG_TEMPLATE = ROOT / "roles/slurm_compute/templates/usr/local/sbin/gpufleet-epilog.j2"
 
 
+# Test double of scontrol for the node programs: `show node` prints the line in $HC_SHOW; `update` is recorded in
+# $HC_UPDATES.
+SCONTROL_DOUBLE = """#!/bin/sh
+# Test double of scontrol: `show node` prints the line in $HC_SHOW; `update` is recorded in $HC_UPDATES.
+case "$1" in
+  show) cat "$HC_SHOW" ;;
+  update) printf '%s\\n' "$*" >> "$HC_UPDATES" ;;
+esac
+"""
+
+
+def install_reader(tmp):
+    """The node programs' reader as slurm_compute installs it: the modules its vars name
+    (__slurm_compute_health_modules), as a package of their own under tmp/lib. Returns tmp/lib."""
+    import shutil
+
+    import yaml
+
+    names = yaml.safe_load((ROOT / "roles/slurm_compute/vars/main.yml").read_text())["__slurm_compute_health_modules"]
+    lib = tmp / "lib" / "ansible" / "module_utils"
+    lib.mkdir(parents=True)
+    (lib.parent / "__init__.py").write_text("")
+    (lib / "__init__.py").write_text("")
+    for name in names:
+        shutil.copy(ROOT / "module_utils" / f"{name}.py", lib / f"{name}.py")
+    return tmp / "lib"
+
+
 def healthcheck_under_test(tmp, role_vars, scontrol_double, template=HEALTHCHECK_TEMPLATE):
     """slurm_compute's health check program (or another of its node programs: *template*, such as the epilog)
     rendered by Ansible for gpu01 with role_vars, with a test double of scontrol (scontrol_double, a shell script's

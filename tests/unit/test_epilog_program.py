@@ -7,20 +7,11 @@ with the line the test gives and records every `update`.
 """
 
 import os
-import shutil
 import subprocess
 
 import pytest
-from conftest import EPILOG_TEMPLATE, ROOT, healthcheck_under_test
+from conftest import EPILOG_TEMPLATE, ROOT, SCONTROL_DOUBLE, healthcheck_under_test, install_reader
 
-MODULES = ["gate", "gate_profiles", "nvidia_smi", "rdma", "node_reason", "node_health"]
-SCONTROL_DOUBLE = """#!/bin/sh
-# Test double of scontrol: `show node` prints the line in $HC_SHOW; `update` is recorded in $HC_UPDATES.
-case "$1" in
-  show) cat "$HC_SHOW" ;;
-  update) printf '%s\\n' "$*" >> "$HC_UPDATES" ;;
-esac
-"""
 APPS_LOAD = "nvidia_smi_query_compute_apps_h100_80gb_590.48.01_load_exporter.txt"
 APPS_IDLE = "nvidia_smi_query_compute_apps_h100_80gb_590.48.01_idle_exporter.txt"
 GPU_LOAD = "nvidia_smi_query_gpu_h100_80gb_590.48.01_load_exporter.txt"
@@ -33,12 +24,7 @@ MAINT = "NodeName=gpu01 State=IDLE+COMPLETING+MAINT ThreadsPerCore=1"
 @pytest.fixture
 def node(tmp_path):
     """gpu01's epilog with the GPU check reading files the test points at captures, and one declared path."""
-    lib = tmp_path / "lib" / "ansible" / "module_utils"
-    lib.mkdir(parents=True)
-    (lib.parent / "__init__.py").write_text("")
-    (lib / "__init__.py").write_text("")
-    for name in MODULES:
-        shutil.copy(ROOT / "module_utils" / f"{name}.py", lib / f"{name}.py")
+    install_reader(tmp_path)
     replay = " ".join([str(ROOT / "tests/doubles/replay_capture"), f"--fixtures={ROOT / 'tests/fixtures'}"])
     scratch = tmp_path / "scratch"
     scratch.mkdir()

@@ -8,20 +8,11 @@ records every `update`.
 """
 
 import os
-import shutil
 import subprocess
 
 import pytest
-from conftest import ROOT, healthcheck_under_test
+from conftest import ROOT, SCONTROL_DOUBLE, healthcheck_under_test, install_reader
 
-MODULES = ["gate", "gate_profiles", "nvidia_smi", "rdma", "node_reason", "node_health"]
-SCONTROL_DOUBLE = """#!/bin/sh
-# Test double of scontrol: `show node` prints the line in $HC_SHOW; `update` is recorded in $HC_UPDATES.
-case "$1" in
-  show) cat "$HC_SHOW" ;;
-  update) printf '%s\\n' "$*" >> "$HC_UPDATES" ;;
-esac
-"""
 XID79 = "kernel_log_syslog_xid79_fallen_off_bus_k80.txt"
 XID31 = "kernel_log_xid31_mmu_fault_app_error_515.txt"
 IDLE = "NodeName=gpu01 Arch=x86_64 State=IDLE ThreadsPerCore=1 Reason=(null)"
@@ -32,12 +23,7 @@ ADMIN = "NodeName=gpu01 State=IDLE+DRAIN ThreadsPerCore=1 Reason=rma ticket 42 [
 @pytest.fixture
 def node(tmp_path):
     """A node: the program rendered for gpu01 with the xid check reading a file the test points at a capture."""
-    lib = tmp_path / "lib" / "ansible" / "module_utils"
-    lib.mkdir(parents=True)
-    (lib.parent / "__init__.py").write_text("")
-    (lib / "__init__.py").write_text("")
-    for name in MODULES:
-        shutil.copy(ROOT / "module_utils" / f"{name}.py", lib / f"{name}.py")
+    install_reader(tmp_path)
     replay = [str(ROOT / "tests/doubles/replay_capture"), f"--fixtures={ROOT / 'tests/fixtures'}"]
     kernel_log = tmp_path / "kernel-log"
     program = healthcheck_under_test(tmp_path, {
