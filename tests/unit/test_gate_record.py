@@ -116,3 +116,22 @@ def test_the_fleet_record_is_the_newer_of_the_two_stores():
     assert (rec["verdict"], rec["run_id"], rec["source"]) == ("PASS", "r1", "k8s labels")
     assert fleet_record({"comment": "admin text"}, {}) is None
     assert "error" in fleet_record({"comment": "gpufleet:verdict=PASS"}, labels)
+
+
+def test_writing_the_record_is_run_output_not_a_change():
+    """A limited re-gate of a node in service changes nothing (pools lab, verify_back.yml: changed=0); the record the
+    gate writes into the fleet is the run's output, as its report is, in Slurm and on the Node."""
+    import yaml
+    from conftest import ROOT
+
+    def tasks(path):
+        out = []
+        for task in yaml.safe_load((ROOT / path).read_text()):
+            out.append(task)
+            out.extend(task.get("block") or [])
+        return {t["name"]: t for t in out}
+
+    admit = tasks("roles/health_gate/tasks/admit.yml")
+    k8s = tasks("roles/health_gate/tasks/k8s.yml")
+    assert admit["admit | Write each node's verdict record into Slurm"]["changed_when"] is False
+    assert k8s["k8s | Record the verdict on the node"]["changed_when"] is False
