@@ -107,22 +107,8 @@ def parse_gpu_query(text: str) -> list[dict]:
     "not supported" raises ParseError; another bracketed value (nvidia-smi's word for a GPU in trouble, such as
     ``[Unknown Error]``) raises FaultSeen.
     """
-    check_driver(text)
-    rows = [row for row in csv.reader((text or "").splitlines(), skipinitialspace=True) if row]
-    if not rows:
-        raise ParseError("nvidia-smi --query-gpu: empty output")
-    header = [re.sub(r"\s*\[[^\]]*\]$", "", cell.strip()) for cell in rows[0]]
-    missing = [field for field in GPU_FIELDS if field not in header]
-    if missing:
-        raise ParseError(f"nvidia-smi --query-gpu: no column {', '.join(missing)} in the header "
-                         f"{', '.join(rows[0])[:80]!r}")
-    where = {field: header.index(field) for field in GPU_FIELDS}
     gpus = []
-    for row in rows[1:]:
-        cells = [cell.strip() for cell in row]
-        if len(cells) != len(header):
-            raise ParseError(f"nvidia-smi --query-gpu: a row has {len(cells)} fields, the header {len(header)}")
-        values = {field: cells[i] for field, i in where.items()}
+    for values in _csv_table(text, GPU_FIELDS, "nvidia-smi --query-gpu"):
         index = count(values["index"], "nvidia-smi --query-gpu: index")
         gpu = {"index": index, "pci_bus_id": values["pci.bus_id"], "name": values["name"]}
         for field, key in _KEYS.items():
